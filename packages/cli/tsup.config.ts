@@ -1,0 +1,10 @@
+import { defineConfig } from "tsup"
+
+export default defineConfig({
+  entry: { index: "src/index.ts", main: "src/main.ts" },
+  format: ["esm"],
+  target: "node20",
+  dts: true,
+  sourcemap: true,
+  clean: true
+})
