@@ -1,0 +1,35 @@
+#!/usr/bin/env node
+/**
+ * `koder-fleet`: the process entry point. Parses the role and hands over to its wiring.
+ */
+import * as Roles from "./Roles.js"
+
+const version = "0.1.0"
+
+const usage = () =>
+  [
+    "usage: koder-fleet <role> [flags]",
+    "",
+    "roles:",
+    ...Roles.all.map((r) => `  ${r.padEnd(8)}${Roles.describe[r]}`),
+    "",
+    "  version  print the version"
+  ].join("\n")
+
+const [command] = process.argv.slice(2)
+if (command === "version" || command === "--version") {
+  console.log(`koder-fleet ${version}`)
+} else if (command === undefined || command === "help" || command === "--help" || command === "-h") {
+  console.log(usage())
+} else {
+  const role = Roles.parse(command)
+  if (role === undefined) {
+    console.error(`koder-fleet: unknown role ${JSON.stringify(command)}\n\n${usage()}`)
+    process.exitCode = 2
+  } else if (!Roles.available.includes(role)) {
+    console.log(
+      `koder-fleet ${role}: not built yet. This build has the store layer (memory, SQLite); ` +
+        `the API server, agent and runtime arrive with the next issues (see README.md).`
+    )
+  }
+}

@@ -1,0 +1,31 @@
+import { execFile } from "node:child_process"
+import { fileURLToPath } from "node:url"
+import { promisify } from "node:util"
+import { describe, expect, it } from "vitest"
+
+const run = promisify(execFile)
+const main = fileURLToPath(new URL("../src/main.ts", import.meta.url))
+const koderFleet = (...args: Array<string>) =>
+  run(process.execPath, ["--conditions=@koder/source", "--import", "tsx", main, ...args]).then(
+    (r) => ({ code: 0, ...r }),
+    (e: { code: number; stdout: string; stderr: string }) => e
+  )
+
+describe("koder-fleet", () => {
+  it("prints its version", async () => {
+    const r = await koderFleet("version")
+    expect(r.code).toBe(0)
+    expect(r.stdout.trim()).toBe("koder-fleet 0.1.0")
+  })
+
+  it("lists the roles in its usage", async () => {
+    const r = await koderFleet("--help")
+    for (const role of ["dev", "server", "agent", "box", "hub"]) expect(r.stdout).toContain(`  ${role}`)
+  })
+
+  it("rejects an unknown role with exit code 2 and the usage", async () => {
+    const r = await koderFleet("frobnicate")
+    expect(r.code).toBe(2)
+    expect(r.stderr).toContain('unknown role "frobnicate"')
+  })
+})
