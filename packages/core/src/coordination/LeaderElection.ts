@@ -10,7 +10,8 @@
  *        ▲              │ follow                  │ renew fails past renewDeadline / lease lost
  *        └── sleep ◀────┘                         └──▶ interrupt leader work, campaign again
  */
-import { Clock, Duration, Effect, Either, Exit, Fiber, Option } from "effect"
+import type { Exit} from "effect";
+import { Clock, Duration, Effect, Either, Fiber, Option } from "effect"
 import * as Keys from "../store/Keys.js"
 import { Store, type KeyValue, type StoreService, type TxnOp } from "../store/Store.js"
 import type { FencingToken } from "./Fencing.js"
