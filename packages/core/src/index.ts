@@ -2,12 +2,35 @@
  * @koder/fleet-core: the Koder Fleet kernel. Runtime-agnostic model, ports and decisions;
  * adapters (SQLite, PostgreSQL, kbox) live in their own packages.
  */
-export * as Fencing from "./coordination/Fencing.js"
-export * as Keys from "./store/Keys.js"
-export * as LeaderElection from "./coordination/LeaderElection.js"
+// Model (DESIGN §3)
+export * as Apps from "./model/Apps.js"
+export * as Config from "./model/Config.js"
+export * as Decode from "./model/Decode.js"
+export * as Event from "./model/Event.js"
+export * as FieldError from "./model/FieldError.js"
+export * as IntOrString from "./model/IntOrString.js"
+export * as Kinds from "./model/Kinds.js"
+export * as LabelSelector from "./model/LabelSelector.js"
+export * as Lease from "./model/Lease.js"
+export * as Meta from "./model/Meta.js"
+export * as Namespace from "./model/Namespace.js"
+export * as Node from "./model/Node.js"
+export * as Pod from "./model/Pod.js"
+export * as Quantity from "./model/Quantity.js"
+export * as Scalars from "./model/Scalars.js"
+export * as Service from "./model/Service.js"
+export * as Status from "./model/Status.js"
+export * as Validation from "./model/Validation.js"
+
+// Store (DESIGN §4)
 export * as CompactionPolicy from "./store/CompactionPolicy.js"
 export * as ContinueToken from "./store/ContinueToken.js"
 export * as KeyOrder from "./store/KeyOrder.js"
+export * as Keys from "./store/Keys.js"
 export * as Store from "./store/Store.js"
 export * as StoreError from "./store/StoreError.js"
 export * as WatchFeed from "./store/WatchFeed.js"
+
+// Coordination
+export * as Fencing from "./coordination/Fencing.js"
+export * as LeaderElection from "./coordination/LeaderElection.js"

@@ -1,0 +1,123 @@
+/**
+ * The registry of built-in kinds: for each, its group/version, REST resource names (plural,
+ * singular, short names as kubectl knows them), whether it is namespaced, and its schema.
+ * The API server's routing, discovery and decoding all read this one table.
+ */
+import { Either, Option, type Schema } from "effect"
+import * as Apps from "./Apps.js"
+import * as Config from "./Config.js"
+import { decodeObject, type DecodeOptions } from "./Decode.js"
+import * as EventModule from "./Event.js"
+import * as FieldError from "./FieldError.js"
+import * as LeaseModule from "./Lease.js"
+import * as NamespaceModule from "./Namespace.js"
+import * as NodeModule from "./Node.js"
+import * as PodModule from "./Pod.js"
+import * as ServiceModule from "./Service.js"
+
+/** Everything the API server needs to know about one kind. */
+export interface KindInfo {
+  /** API group; `""` for the core group. */
+  readonly group: string
+  readonly version: string
+  /** `group/version`, or just `version` for the core group. */
+  readonly apiVersion: string
+  readonly kind: string
+  readonly listKind: string
+  /** The REST resource name, e.g. `pods`. */
+  readonly plural: string
+  readonly singular: string
+  readonly namespaced: boolean
+  readonly shortNames: ReadonlyArray<string>
+  readonly schema: Schema.Schema.AnyNoContext
+}
+
+const info = (
+  apiVersion: string,
+  kind: string,
+  plural: string,
+  namespaced: boolean,
+  shortNames: ReadonlyArray<string>,
+  schema: Schema.Schema.AnyNoContext
+): KindInfo => {
+  const slash = apiVersion.indexOf("/")
+  return {
+    group: slash < 0 ? "" : apiVersion.slice(0, slash),
+    version: slash < 0 ? apiVersion : apiVersion.slice(slash + 1),
+    apiVersion,
+    kind,
+    listKind: `${kind}List`,
+    plural,
+    singular: kind.toLowerCase(),
+    namespaced,
+    shortNames,
+    schema
+  }
+}
+
+/** Every built-in kind. */
+export const all: ReadonlyArray<KindInfo> = [
+  info("v1", "Namespace", "namespaces", false, ["ns"], NamespaceModule.Namespace),
+  info("v1", "Node", "nodes", false, ["no"], NodeModule.Node),
+  info("v1", "Pod", "pods", true, ["po"], PodModule.Pod),
+  info("v1", "ConfigMap", "configmaps", true, ["cm"], Config.ConfigMap),
+  info("v1", "Secret", "secrets", true, [], Config.Secret),
+  info("v1", "Service", "services", true, ["svc"], ServiceModule.Service),
+  info("v1", "Endpoints", "endpoints", true, ["ep"], ServiceModule.Endpoints),
+  info("v1", "Event", "events", true, ["ev"], EventModule.Event),
+  info("coordination.k8s.io/v1", "Lease", "leases", true, [], LeaseModule.Lease),
+  info("apps/v1", "Deployment", "deployments", true, ["deploy"], Apps.Deployment),
+  info("apps/v1", "ReplicaSet", "replicasets", true, ["rs"], Apps.ReplicaSet)
+]
+
+const byKind = new Map(all.map((k) => [`${k.apiVersion}/${k.kind}`, k]))
+
+/** The kind registered for `apiVersion` + `kind` (e.g. `"apps/v1"`, `"Deployment"`). */
+export const kindFor = (apiVersion: string, kind: string): Option.Option<KindInfo> =>
+  Option.fromNullable(byKind.get(`${apiVersion}/${kind}`))
+
+/**
+ * The kind served at `group` + `resource`, where `resource` is a plural, singular or short
+ * name (`pods`, `pod`, `po`), matched case-insensitively as kubectl does.
+ */
+export const resourceFor = (group: string, resource: string): Option.Option<KindInfo> => {
+  const r = resource.toLowerCase()
+  return Option.fromNullable(
+    all.find((k) => k.group === group && (k.plural === r || k.singular === r || k.shortNames.includes(r)))
+  )
+}
+
+/** The kind for a short, singular or plural name in any group (`deploy` → Deployment). */
+export const resolveName = (name: string): Option.Option<KindInfo> => {
+  const r = name.toLowerCase()
+  return Option.fromNullable(all.find((k) => k.plural === r || k.singular === r || k.shortNames.includes(r)))
+}
+
+/**
+ * Decodes an object of any registered kind, choosing the schema from its own `apiVersion`
+ * and `kind`. Unknown or missing type information is reported as field errors.
+ */
+export const decodeAny = (
+  input: unknown,
+  options?: DecodeOptions
+): Either.Either<{ readonly info: KindInfo; readonly object: unknown }, ReadonlyArray<FieldError.FieldError>> => {
+  const o = typeof input === "object" && input !== null ? (input as Record<string, unknown>) : {}
+  const errors: Array<FieldError.FieldError> = []
+  if (typeof o["apiVersion"] !== "string" || o["apiVersion"] === "") errors.push(FieldError.required("apiVersion"))
+  if (typeof o["kind"] !== "string" || o["kind"] === "") errors.push(FieldError.required("kind"))
+  if (errors.length > 0) return Either.left(errors)
+  const apiVersion = o["apiVersion"] as string
+  const kind = o["kind"] as string
+  const found = kindFor(apiVersion, kind)
+  if (Option.isNone(found)) {
+    return Either.left([
+      FieldError.notSupported(
+        "kind",
+        kind,
+        all.filter((k) => k.apiVersion === apiVersion).map((k) => k.kind)
+      )
+    ])
+  }
+  const decoded = decodeObject(found.value.schema, input, options)
+  return Either.map(decoded, (object) => ({ info: found.value, object }))
+}
