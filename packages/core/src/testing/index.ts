@@ -3,3 +3,4 @@
  * kernel's contracts (the Store contract suite) and to measure themselves (the store benchmark).
  */
 export * as StoreContract from "./StoreContract.js"
+export * as StoreBench from "./StoreBench.js"
