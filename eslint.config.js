@@ -1,5 +1,6 @@
 // Lint: typescript-eslint's recommended rules plus the package boundaries of DESIGN §2.
 import js from "@eslint/js"
+import globals from "globals"
 import tseslint from "typescript-eslint"
 
 // No package reaches into another package's sources or internals: it imports the sibling's
@@ -45,6 +46,6 @@ export default tseslint.config(
   },
   {
     files: ["**/*.mjs", "**/*.js"],
-    languageOptions: { globals: { process: "readonly", console: "readonly", URL: "readonly" } }
+    languageOptions: { globals: globals.node }
   }
 )
