@@ -5,6 +5,7 @@
 // Model (DESIGN §3)
 export * as Apps from "./model/Apps.js"
 export * as Config from "./model/Config.js"
+export * as CustomResourceDefinition from "./model/CustomResourceDefinition.js"
 export * as Decode from "./model/Decode.js"
 export * as Event from "./model/Event.js"
 export * as FieldError from "./model/FieldError.js"
@@ -34,3 +35,11 @@ export * as WatchFeed from "./store/WatchFeed.js"
 // Coordination
 export * as Fencing from "./coordination/Fencing.js"
 export * as LeaderElection from "./coordination/LeaderElection.js"
+
+// API server (DESIGN §5)
+export * as ApiError from "./api/ApiError.js"
+export * as ApiServer from "./api/ApiServer.js"
+export * as Authn from "./api/Authn.js"
+export * as Http from "./api/Http.js"
+export * as Registry from "./api/Registry.js"
+export * as Client from "./client/Client.js"

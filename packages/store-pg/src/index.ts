@@ -1,5 +1,8 @@
 /**
- * @koder/fleet-store-pg: the Store port on PostgreSQL, for HA and multi-host control planes
- * (DESIGN §4). Built in the next issue; this package holds its place in the workspace.
+ * @koder/fleet-store-pg: Koder Fleet's Store port on PostgreSQL (pg), for HA and multi-host
+ * control planes: dense commit-ordered revisions shared by several processes, group commit,
+ * LISTEN/NOTIFY-woken watches read by revision, optional row-level-security tenancy.
  */
-export const backend = "postgresql" as const
+export * as PgAdmin from "./PgAdmin.js"
+export * as PgStore from "./PgStore.js"
+export * as PgStoreError from "./PgStoreError.js"

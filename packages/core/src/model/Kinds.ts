@@ -6,6 +6,7 @@
 import { Either, Option, type Schema } from "effect"
 import * as Apps from "./Apps.js"
 import * as Config from "./Config.js"
+import * as Crd from "./CustomResourceDefinition.js"
 import { decodeObject, type DecodeOptions } from "./Decode.js"
 import * as EventModule from "./Event.js"
 import * as FieldError from "./FieldError.js"
@@ -67,7 +68,8 @@ export const all: ReadonlyArray<KindInfo> = [
   info("v1", "Event", "events", true, ["ev"], EventModule.Event),
   info("coordination.k8s.io/v1", "Lease", "leases", true, [], LeaseModule.Lease),
   info("apps/v1", "Deployment", "deployments", true, ["deploy"], Apps.Deployment),
-  info("apps/v1", "ReplicaSet", "replicasets", true, ["rs"], Apps.ReplicaSet)
+  info("apps/v1", "ReplicaSet", "replicasets", true, ["rs"], Apps.ReplicaSet),
+  info("apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", false, ["crd", "crds"], Crd.CustomResourceDefinition)
 ]
 
 const byKind = new Map(all.map((k) => [`${k.apiVersion}/${k.kind}`, k]))

@@ -5,6 +5,7 @@
  */
 export * as Apps from "./Apps.js"
 export * as Config from "./Config.js"
+export * as CustomResourceDefinition from "./CustomResourceDefinition.js"
 export * as Decode from "./Decode.js"
 export * as Event from "./Event.js"
 export * as FieldError from "./FieldError.js"

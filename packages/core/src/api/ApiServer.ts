@@ -1,0 +1,219 @@
+/**
+ * The API server as one request handler: route → (health | discovery | resource verbs), behind
+ * authentication. It owns the registry and one watch cache per resource, created on first use
+ * and closed with the server (or when a CRD's resource goes away).
+ *
+ *   request ─▶ route ─▶ health? ─▶ authenticate ─▶ authorize ─▶ discovery | Rest verb ─▶ response
+ */
+import { Duration, Effect, Either, ExecutionStrategy, Exit, Scope } from "effect"
+import * as Status from "../model/Status.js"
+import * as Keys from "../store/Keys.js"
+import { Store as StoreTag, type StoreService } from "../store/Store.js"
+import * as ApiError from "./ApiError.js"
+import * as Crd from "./Crd.js"
+import * as Discovery from "./Discovery.js"
+import { json, type ApiRequest, type ApiResponse, type UserInfo } from "./Http.js"
+import * as OpenApi from "./OpenApi.js"
+import * as FieldSelector from "./FieldSelector.js"
+import * as Objects from "./Objects.js"
+import * as Query from "./Query.js"
+import * as Registry from "./Registry.js"
+import * as Rest from "./Rest.js"
+import * as Router from "./Router.js"
+import * as WatchCache from "./WatchCache.js"
+
+/** How to build a server. */
+export interface Options {
+  readonly store: StoreService
+  /** Establishes the caller (401 when nobody accepts the credentials). */
+  readonly authenticate: (headers: Readonly<Record<string, string | undefined>>) => Effect.Effect<UserInfo, ApiError.ApiError>
+  /** The region every new object is labelled with unless it names one (default "local"). */
+  readonly region?: string
+  /** The registry to serve (default: the built-in kinds). */
+  readonly registry?: Registry.Registry
+  /** How long a list or watch waits for a future resourceVersion (default 3 s). */
+  readonly waitForRevision?: Duration.DurationInput
+  /** The address clients reach the server at, for discovery (`host:port`). */
+  readonly address?: string
+  /** Whether the server is ready (readyz); defaults to always. */
+  readonly ready?: () => boolean
+  /** What `/version` reports about this build. */
+  readonly buildInfo?: Discovery.BuildInfo
+}
+
+/** A running API server. */
+export interface ApiServer {
+  readonly registry: Registry.Registry
+  /** Handle a request whose body has been read; `user` is filled by authentication here. */
+  readonly handle: (request: Omit<ApiRequest, "user">) => Effect.Effect<ApiResponse>
+  /** Open watch caches (for metrics and tests). */
+  readonly caches: () => number
+}
+
+const notFoundPath = () => ApiError.of({ ...Status.notFound("", ""), message: "the server could not find the requested resource", details: {} })
+
+/** Build the server; watch caches live in the surrounding scope. */
+export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const registry = options.registry ?? Registry.make()
+    const scope = yield* Effect.scope
+    const caches = new Map<string, { cache: Effect.Effect<WatchCache.WatchCache, ApiError.ApiError>; scope: Scope.CloseableScope }>()
+    const cacheKey = (r: Registry.Resource) => `${r.group}/${r.plural}`
+
+    registry.onChange(() => {
+      // Close the caches of resources that are no longer served (a CRD was deleted).
+      for (const [key, entry] of caches) {
+        const [group, plural] = key.split("/") as [string, string]
+        if (!registry.all().some((r) => r.group === group && r.plural === plural)) {
+          caches.delete(key)
+          Effect.runFork(Scope.close(entry.scope, Exit.void))
+        }
+      }
+    })
+
+    const cacheFor = (r: Registry.Resource): Effect.Effect<WatchCache.WatchCache, ApiError.ApiError> =>
+      Effect.suspend(() => {
+        const existing = caches.get(cacheKey(r))
+        if (existing) return existing.cache
+        return Effect.gen(function* () {
+          const child = yield* Scope.fork(scope, ExecutionStrategy.sequential)
+          const made = WatchCache.make({
+            prefix: Keys.prefix(r.group, r.plural),
+            decode: (_key, value, revision) => Objects.fromStored({ value, modRevision: revision }),
+            fields: (o) => FieldSelector.fieldsOf(r, o),
+            kind: r.kind,
+            apiVersion: r.apiVersion,
+            resource: { group: r.group, resource: r.plural }
+          }).pipe(Effect.provideService(StoreTag, options.store), Scope.extend(child))
+          const cached = yield* Effect.cached(made)
+          caches.set(cacheKey(r), { cache: cached, scope: child })
+          return yield* cached
+        })
+      })
+
+    // Serve the CRDs in the store, and follow them for as long as the server runs.
+    yield* Effect.ignore(Crd.sync(options.store, registry))
+    yield* Effect.forkIn(Crd.run(options.store, registry), scope)
+
+    const ctx: Rest.Context = {
+      store: options.store,
+      registry,
+      region: options.region ?? "local",
+      cache: cacheFor,
+      waitForRevision: Duration.decode(options.waitForRevision ?? "3 seconds"),
+      random: Math.random
+    }
+
+    const resource = (route: Router.ResourceRoute, request: ApiRequest): Effect.Effect<ApiResponse, ApiError.ApiError> =>
+      Effect.gen(function* () {
+        let r = registry.byResource(route.group, route.version, route.plural)
+        if (r === undefined && route.group !== "") {
+          // A CRD may have been created a moment ago (here or on another server): look again.
+          yield* Effect.ignore(Crd.sync(options.store, registry))
+          r = registry.byResource(route.group, route.version, route.plural)
+        }
+        if (r === undefined) return yield* Effect.fail(notFoundPath())
+        if (route.namespace !== undefined && !r.namespaced) return yield* Effect.fail(notFoundPath())
+        if (route.subresource !== undefined) {
+          const ok = (route.subresource === "status" && r.subresources.status) || (route.subresource === "scale" && r.subresources.scale !== undefined)
+          if (!ok || route.name === undefined) return yield* Effect.fail(notFoundPath())
+        }
+        const q = { ctx, resource: r, route, request }
+        const method = request.method.toUpperCase()
+        const crossNamespace = r.namespaced && route.namespace === undefined
+        if (route.name === undefined) {
+          switch (method) {
+            case "GET": {
+              const options = yield* fromEither(Query.list(request.query, route.watchPath))
+              return yield* options.watch ? Rest.watch(q, options) : Rest.list(q, options)
+            }
+            case "POST":
+              if (crossNamespace) break
+              return yield* Rest.create(q)
+            case "DELETE":
+              return yield* Rest.removeCollection(q)
+          }
+          return yield* Effect.fail(ApiError.of(Status.methodNotSupported({ group: r.group, resource: r.plural }, method.toLowerCase())))
+        }
+        if (crossNamespace) return yield* Effect.fail(notFoundPath())
+        switch (method) {
+          case "GET": {
+            if (route.watchPath || request.query.get("watch") === "true" || request.query.get("watch") === "1") {
+              // A watch on one object: a field selector on its name.
+              const params = new URLSearchParams(request.query)
+              params.set("fieldSelector", `metadata.name=${route.name}`)
+              const options = yield* fromEither(Query.list(params, true))
+              return yield* Rest.watch({ ...q, route: { ...route, name: undefined } }, options)
+            }
+            return yield* Rest.get(q, route.name)
+          }
+          case "PUT":
+            return yield* Rest.update(q, route.name)
+          case "PATCH":
+            return yield* Rest.patch(q, route.name)
+          case "DELETE":
+            if (route.subresource !== undefined) break
+            return yield* Rest.remove(q, route.name)
+        }
+        return yield* Effect.fail(ApiError.of(Status.methodNotSupported({ group: r.group, resource: r.plural }, method.toLowerCase())))
+      })
+
+    const discovery = (route: Router.Route, request: ApiRequest): Effect.Effect<ApiResponse, ApiError.ApiError> =>
+      Effect.suspend(() => {
+        if (request.method.toUpperCase() !== "GET") return Effect.fail(ApiError.of(Status.methodNotSupported("", request.method.toLowerCase())))
+        const accept = request.headers["accept"]
+        switch (route._tag) {
+          case "Version":
+            return Effect.succeed(json(200, Discovery.version(options.buildInfo)))
+          case "CoreVersions": {
+            const aggregated = Discovery.wantsAggregated(accept)
+            if (aggregated) return Effect.succeed(json(200, Discovery.aggregated(registry, "api", aggregated), { "content-type": aggregated, vary: "Accept" }))
+            return Effect.succeed(json(200, Discovery.apiVersions(options.address ?? ""), { vary: "Accept" }))
+          }
+          case "GroupList": {
+            const aggregated = Discovery.wantsAggregated(accept)
+            if (aggregated) return Effect.succeed(json(200, Discovery.aggregated(registry, "apis", aggregated), { "content-type": aggregated, vary: "Accept" }))
+            return Effect.succeed(json(200, Discovery.apiGroupList(registry), { vary: "Accept" }))
+          }
+          case "Group":
+            return Effect.map(fromEither(Discovery.apiGroup(registry, route.group)), (body) => json(200, body))
+          case "ResourceList":
+            return Effect.map(fromEither(Discovery.apiResourceList(registry, route.group, route.version)), (body) => json(200, body))
+          case "OpenApiV2":
+            // kubectl asks for protobuf first; answering JSON to a protobuf-only Accept would break it.
+            if (accept !== undefined && !/json|\*\/\*/.test(accept)) return Effect.fail(ApiError.of(Status.notAcceptable(["application/json"])))
+            return Effect.succeed(json(200, OpenApi.v2(registry)))
+          case "OpenApiV3":
+            return route.groupVersion === undefined
+              ? Effect.succeed(json(200, OpenApi.v3Index(registry)))
+              : Effect.map(fromEither(OpenApi.v3(registry, route.groupVersion)), (body) => json(200, body))
+          default:
+            return Effect.fail(notFoundPath())
+        }
+      })
+
+    const handle = (raw: Omit<ApiRequest, "user">): Effect.Effect<ApiResponse> => {
+      const route = Router.route(raw.path)
+      if (route._tag === "Health") {
+        const ok = route.check !== "readyz" || (options.ready?.() ?? true)
+        return Effect.succeed({ _tag: "Json", status: ok ? 200 : 503, headers: { "content-type": "text/plain" }, body: ok ? "ok" : "not ready" })
+      }
+      return Effect.gen(function* () {
+        const user = yield* options.authenticate(raw.headers)
+        const request: ApiRequest = { ...raw, user }
+        if (route._tag === "Resource") return yield* resource(route, request)
+        if (route._tag === "Unknown") return yield* Effect.fail(notFoundPath())
+        return yield* discovery(route, request)
+      }).pipe(
+        Effect.catchAll((e) => Effect.succeed(json(e.status.code ?? 500, e.status, e.headers ?? {}))),
+        Effect.catchAllDefect((defect) =>
+          Effect.succeed(json(500, Status.internalError(defect instanceof Error ? defect.message : String(defect))))
+        )
+      )
+    }
+
+    return { registry, handle, caches: () => caches.size }
+  })
+
+const fromEither = <A>(e: Either.Either<A, ApiError.ApiError>): Effect.Effect<A, ApiError.ApiError> =>
+  Either.isRight(e) ? Effect.succeed(e.right) : Effect.fail(e.left)

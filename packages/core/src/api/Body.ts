@@ -1,0 +1,58 @@
+/**
+ * Request bodies: JSON or YAML by Content-Type, bounded, parsed into plain JSON values. Malformed
+ * input is a 400 naming what was wrong; an unsupported media type is a 415. Nothing here throws.
+ */
+import { Either } from "effect"
+import * as YAML from "yaml"
+import * as Status from "../model/Status.js"
+import * as ApiError from "./ApiError.js"
+
+/** The largest object the API stores (DESIGN §5: 1.5 MiB, as etcd's default request limit). */
+export const maxObjectBytes = 1.5 * 1024 * 1024
+
+/** Media types a create or update body may use. */
+export const writeTypes = ["application/json", "application/yaml"] as const
+
+/** The media type of a Content-Type header, lower-cased, without parameters. */
+export const mediaType = (header: string | undefined): string =>
+  (header ?? "application/json").split(";")[0]!.trim().toLowerCase() || "application/json"
+
+const decoder = new TextDecoder("utf-8", { fatal: true })
+
+/** Parse a body as JSON or YAML (by its media type); a missing body is a 400. */
+export const parse = (
+  body: Uint8Array | undefined,
+  contentType: string | undefined,
+  accepted: ReadonlyArray<string> = writeTypes
+): Either.Either<unknown, ApiError.ApiError> => {
+  const type = mediaType(contentType)
+  if (!accepted.includes(type)) return Either.left(ApiError.of(Status.unsupportedMediaType(accepted)))
+  if (body === undefined || body.length === 0) return Either.left(ApiError.badRequest("the request body is empty"))
+  let text: string
+  try {
+    text = decoder.decode(body)
+  } catch {
+    return Either.left(ApiError.badRequest("the request body is not valid UTF-8"))
+  }
+  if (type === "application/yaml") {
+    const docs = YAML.parseAllDocuments(text)
+    const list = Array.isArray(docs) ? docs : [docs]
+    if (list.length !== 1) return Either.left(ApiError.badRequest(`the YAML body must hold exactly one document, found ${list.length}`))
+    const doc = list[0]!
+    if (doc.errors.length > 0) {
+      return Either.left(ApiError.badRequest(`error converting YAML to JSON: ${doc.errors[0]!.message.split("\n")[0]}`))
+    }
+    return Either.right(doc.toJS({ maxAliasCount: 100 }))
+  }
+  try {
+    return Either.right(JSON.parse(text))
+  } catch (e) {
+    return Either.left(ApiError.badRequest(`the request body is not valid JSON: ${(e as Error).message}`))
+  }
+}
+
+/** A JSON object (not an array or a scalar), or a 400. */
+export const asObject = (value: unknown): Either.Either<Record<string, unknown>, ApiError.ApiError> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+    ? Either.right(value as Record<string, unknown>)
+    : Either.left(ApiError.badRequest("the request body must be a JSON object"))

@@ -1,0 +1,60 @@
+/**
+ * The API server's view of HTTP: a request already read off the wire (method, path, query,
+ * lower-cased headers, body bytes, the authenticated user) and a response that is either one JSON
+ * document or a stream of bytes (watches). The daemon adapts `node:http` to this; core stays
+ * free of any HTTP library, and tests can call the handler directly.
+ */
+import type { Effect, Stream } from "effect"
+import type { ApiError } from "./ApiError.js"
+
+/** Who is making the request, as authentication established it. */
+export interface UserInfo {
+  readonly name: string
+  readonly uid: string
+  readonly groups: ReadonlyArray<string>
+}
+
+/** One HTTP request. */
+export interface ApiRequest {
+  readonly method: string
+  /** The decoded path, without the query string, e.g. `/api/v1/namespaces/default/pods`. */
+  readonly path: string
+  readonly query: URLSearchParams
+  /** Header names in lower case; repeated headers joined with ", ". */
+  readonly headers: Readonly<Record<string, string | undefined>>
+  /** The body, already bounded in size by the HTTP layer; `undefined` when there is none. */
+  readonly body: Uint8Array | undefined
+  readonly user: UserInfo
+  /** A stable identity of the client for in-flight limits (user name, or remote address). */
+  readonly client: string
+}
+
+/** A complete JSON response. */
+export interface JsonResponse {
+  readonly _tag: "Json"
+  readonly status: number
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: unknown
+}
+
+/** A streamed response (watches); the stream ends when the watch ends. */
+export interface StreamResponse {
+  readonly _tag: "Stream"
+  readonly status: number
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: Stream.Stream<Uint8Array, never>
+}
+
+/** What a handler answers. */
+export type ApiResponse = JsonResponse | StreamResponse
+
+/** A request handler: every failure is an `ApiError` (a Status). */
+export type Handler = (request: ApiRequest) => Effect.Effect<ApiResponse, ApiError>
+
+/** A JSON response. */
+export const json = (status: number, body: unknown, headers: Readonly<Record<string, string>> = {}): JsonResponse => ({
+  _tag: "Json",
+  status,
+  headers: { "content-type": "application/json", ...headers },
+  body
+})

@@ -1,0 +1,148 @@
+/**
+ * The registry of served resources: for each, its names (group, version, plural, kind, short
+ * names), scope, subresources, how to decode and validate a body, and its strategy (defaulting,
+ * update rules). Built-in kinds come from `model/Kinds`; CustomResourceDefinitions add and remove
+ * entries at run time, so routing and discovery always read the registry, never a fixed table.
+ */
+import { Either, type Schema } from "effect"
+import { decodeObject } from "../model/Decode.js"
+import type * as FieldError from "../model/FieldError.js"
+import * as Kinds from "../model/Kinds.js"
+import * as Strategies from "./Strategies.js"
+
+/** A JSON object as the API stores and serves it. */
+export type JsonObject = Record<string, unknown>
+
+/** Where a `/scale` subresource finds its numbers (dotted paths into the object). */
+export interface ScaleSpec {
+  readonly specReplicasPath: string
+  readonly statusReplicasPath: string
+  readonly labelSelectorPath: string | undefined
+}
+
+/** Kind-specific behaviour on create, update and delete. */
+export interface Strategy {
+  /** Fill defaults (pure, idempotent). Runs on create and update, after decoding. */
+  readonly defaults: (object: JsonObject) => JsonObject
+  /** Prepare a new object: e.g. reset status, set initial status. */
+  readonly prepareForCreate: (object: JsonObject) => JsonObject
+  /** Rules every stored state must keep beyond the schema, as field errors (create and update). */
+  readonly validate: (object: JsonObject) => ReadonlyArray<FieldError.FieldError>
+  /** Rules an update must keep (immutable fields), as field errors. */
+  readonly validateUpdate: (object: JsonObject, old: JsonObject) => ReadonlyArray<FieldError.FieldError>
+  /** Whether `metadata.generation` tracks `spec` changes. */
+  readonly tracksGeneration: boolean
+  /** Whether a successful immediate DELETE answers with the object (else a Success Status). */
+  readonly deleteReturnsObject: boolean
+}
+
+/** The column of a Table response (`kubectl get`). */
+export interface PrinterColumn {
+  readonly name: string
+  readonly type: "string" | "integer" | "number" | "boolean" | "date"
+  /** A dotted path (`.spec.replicas`) or a function of the object. */
+  readonly value: string | ((object: JsonObject) => unknown)
+  readonly description?: string
+  readonly priority?: number
+}
+
+/** One served resource. */
+export interface Resource {
+  readonly group: string
+  readonly version: string
+  readonly apiVersion: string
+  readonly kind: string
+  readonly listKind: string
+  readonly plural: string
+  readonly singular: string
+  readonly namespaced: boolean
+  readonly shortNames: ReadonlyArray<string>
+  readonly categories: ReadonlyArray<string>
+  readonly subresources: { readonly status: boolean; readonly scale: ScaleSpec | undefined }
+  /** Decode an untrusted body; strict mode reports unknown fields as `Unknown field` errors. */
+  readonly decode: (input: unknown, strict: boolean) => Either.Either<JsonObject, ReadonlyArray<FieldError.FieldError>>
+  readonly strategy: Strategy
+  /** The schema, for OpenAPI: an effect Schema (built-ins) or an OpenAPI v3 schema (CRDs). */
+  readonly openapi: { readonly _tag: "Schema"; readonly schema: Schema.Schema.AnyNoContext } | { readonly _tag: "JsonSchema"; readonly schema: JsonObject }
+  readonly printerColumns: ReadonlyArray<PrinterColumn>
+  /** Set for resources defined by a CustomResourceDefinition (its name). */
+  readonly crd: string | undefined
+}
+
+/** The verbs every resource supports (and `watch`), as discovery lists them. */
+export const verbs = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"] as const
+
+/** A built-in kind as a served resource. */
+export const builtIn = (info: Kinds.KindInfo): Resource => {
+  const strategy = Strategies.forKind(info.apiVersion, info.kind)
+  return {
+    group: info.group,
+    version: info.version,
+    apiVersion: info.apiVersion,
+    kind: info.kind,
+    listKind: info.listKind,
+    plural: info.plural,
+    singular: info.singular,
+    namespaced: info.namespaced,
+    shortNames: info.shortNames,
+    categories: Strategies.categories(info.kind),
+    subresources: Strategies.subresources(info.kind),
+    decode: (input, strict) =>
+      Either.map(decodeObject(info.schema as Schema.Schema<unknown, unknown, never>, input, { strict }), (o) => o as JsonObject),
+    strategy,
+    openapi: { _tag: "Schema", schema: info.schema },
+    printerColumns: Strategies.printerColumns(info.kind),
+    crd: undefined
+  }
+}
+
+/** The served resources; mutable so CRDs can come and go. */
+export interface Registry {
+  readonly all: () => ReadonlyArray<Resource>
+  /** By group, version and plural (`""`, `"v1"`, `"pods"`). */
+  readonly byResource: (group: string, version: string, plural: string) => Resource | undefined
+  /** By apiVersion and kind. */
+  readonly byKind: (apiVersion: string, kind: string) => Resource | undefined
+  /** Add or replace a resource (CRDs). */
+  readonly put: (resource: Resource) => void
+  /** Remove a resource (CRD deleted). */
+  readonly remove: (group: string, version: string, plural: string) => void
+  /** Called after every change, e.g. to drop cached discovery documents. */
+  readonly onChange: (listener: () => void) => () => void
+}
+
+/** A registry holding the built-in kinds. */
+export const make = (): Registry => {
+  const resources = new Map<string, Resource>()
+  const kinds = new Map<string, Resource>()
+  const listeners = new Set<() => void>()
+  const rkey = (g: string, v: string, p: string) => `${g}/${v}/${p}`
+  const put = (r: Resource) => {
+    resources.set(rkey(r.group, r.version, r.plural), r)
+    kinds.set(`${r.apiVersion}/${r.kind}`, r)
+  }
+  for (const info of Kinds.all) put(builtIn(info))
+  const changed = () => {
+    for (const l of listeners) l()
+  }
+  return {
+    all: () => [...resources.values()],
+    byResource: (g, v, p) => resources.get(rkey(g, v, p)),
+    byKind: (apiVersion, kind) => kinds.get(`${apiVersion}/${kind}`),
+    put: (r) => {
+      put(r)
+      changed()
+    },
+    remove: (g, v, p) => {
+      const r = resources.get(rkey(g, v, p))
+      if (!r) return
+      resources.delete(rkey(g, v, p))
+      kinds.delete(`${r.apiVersion}/${r.kind}`)
+      changed()
+    },
+    onChange: (listener) => {
+      listeners.add(listener)
+      return () => listeners.delete(listener)
+    }
+  }
+}

@@ -1,0 +1,496 @@
+/**
+ * The REST verbs on a resource, as kube-apiserver implements them: get, list (from the watch
+ * cache, or paged from the store), watch, create, update (compare-and-swap on resourceVersion),
+ * patch (JSON, merge, strategic), delete (grace, finalizers, propagation, preconditions) and
+ * delete-collection, with the `status` and `scale` subresources and `dryRun=All`. Every failure
+ * is an `ApiError` carrying the Status kube-apiserver would send.
+ */
+import { Chunk, Clock, Duration, Effect, Either, Option, Stream } from "effect"
+import * as FieldError from "../model/FieldError.js"
+import * as LabelSelector from "../model/LabelSelector.js"
+import * as Status from "../model/Status.js"
+import * as ContinueToken from "../store/ContinueToken.js"
+import * as Keys from "../store/Keys.js"
+import type { KeyValue, StoreService } from "../store/Store.js"
+import type { StoreError } from "../store/StoreError.js"
+import * as ApiError from "./ApiError.js"
+import * as Body from "./Body.js"
+import * as FieldSelector from "./FieldSelector.js"
+import { json, type ApiRequest, type ApiResponse } from "./Http.js"
+import * as Objects from "./Objects.js"
+import * as Patch from "./Patch.js"
+import * as Query from "./Query.js"
+import type { JsonObject, Registry, Resource } from "./Registry.js"
+import type { ResourceRoute } from "./Router.js"
+import * as Table from "./Table.js"
+import * as WatchCache from "./WatchCache.js"
+
+/** What the verbs need. */
+export interface Context {
+  readonly store: StoreService
+  readonly registry: Registry
+  /** The region label every new object gets unless it names one (DESIGN §3). */
+  readonly region: string
+  /** The watch cache of a resource (created on first use, one per resource). */
+  readonly cache: (resource: Resource) => Effect.Effect<WatchCache.WatchCache, ApiError.ApiError>
+  /** How long a list or watch waits for a resourceVersion the cache has not seen yet. */
+  readonly waitForRevision: Duration.Duration
+  /** Randomness for generateName (injectable for tests). */
+  readonly random: () => number
+}
+
+type Req = { readonly ctx: Context; readonly resource: Resource; readonly route: ResourceRoute; readonly request: ApiRequest }
+
+const subject = (r: Resource, name: string): ApiError.Subject => ({ resource: { group: r.group, resource: r.plural }, name })
+
+const keyOf = (r: Resource, namespace: string | undefined, name: string) =>
+  Keys.object({ group: r.group, resource: r.plural, namespace: r.namespaced ? namespace : undefined, name })
+
+const storeError = (r: Resource, name: string) => (e: StoreError) => ApiError.fromStore(e, subject(r, name))
+
+const fromEither = <A>(e: Either.Either<A, ApiError.ApiError>): Effect.Effect<A, ApiError.ApiError> =>
+  Either.isRight(e) ? Effect.succeed(e.right) : Effect.fail(e.left)
+
+const warningHeader = (warnings: ReadonlyArray<string>): Record<string, string> =>
+  warnings.length === 0 ? {} : { warning: warnings.map((w) => `299 - ${JSON.stringify(w)}`).join(", ") }
+
+/** A response with the object, rendered as a Table when asked. */
+const respond = (_q: Req, status: number, object: JsonObject, headers: Record<string, string> = {}): ApiResponse =>
+  json(status, object, headers)
+
+/** Read the current object (404 when absent). */
+const current = (q: Req, name: string) =>
+  q.ctx.store.get(keyOf(q.resource, q.route.namespace, name)).pipe(
+    Effect.mapError(storeError(q.resource, name)),
+    Effect.map((kv) => ({ kv, object: Objects.fromStored(kv) }))
+  )
+
+/** Decode a body for a write, honouring fieldValidation (Strict → 400, Warn → Warning headers). */
+const decodeBody = (q: Req, input: JsonObject, validation: Query.FieldValidation, name: string) =>
+  Effect.suspend(() => {
+    const r = q.resource
+    const strict = r.decode(input, true)
+    if (Either.isRight(strict)) return Effect.succeed({ object: strict.right, warnings: [] as Array<string> })
+    const unknown = strict.left.filter((e) => e.message === "Unknown field")
+    const other = strict.left.filter((e) => e.message !== "Unknown field")
+    if (other.length > 0) {
+      return Effect.fail(ApiError.of(Status.invalid({ group: r.group, kind: r.kind }, name, other)))
+    }
+    if (validation === "Strict") {
+      return Effect.fail(ApiError.badRequest(`strict decoding error: ${unknown.map((e) => `unknown field ${JSON.stringify(e.path)}`).join(", ")}`))
+    }
+    return Effect.map(fromEither(Either.mapLeft(r.decode(input, false), (errors) => ApiError.of(Status.invalid({ group: r.group, kind: r.kind }, name, errors)))), (object) => ({
+      object,
+      warnings: validation === "Warn" ? unknown.map((e) => `unknown field ${JSON.stringify(e.path)}`) : []
+    }))
+  })
+
+/** A namespaced create needs a live namespace (NamespaceLifecycle admission). */
+const requireNamespace = (q: Req, namespace: string) =>
+  Effect.gen(function* () {
+    const ns = yield* Effect.either(q.ctx.store.get(Keys.object({ group: "", resource: "namespaces", name: namespace })))
+    if (Either.isLeft(ns)) {
+      if (ns.left._tag === "NotFound") return yield* Effect.fail(ApiError.of(Status.notFound("namespaces", namespace)))
+      return yield* Effect.fail(ApiError.fromStore(ns.left, subject(q.resource, namespace)))
+    }
+    if (Objects.meta(Objects.fromStored(ns.right))["deletionTimestamp"] !== undefined) {
+      return yield* Effect.fail(
+        ApiError.of(
+          Status.forbidden(
+            { group: q.resource.group, resource: q.resource.plural },
+            "",
+            `unable to create new content in namespace ${namespace} because it is being terminated`
+          )
+        )
+      )
+    }
+  })
+
+/** GET of one object (or its status / scale). */
+export const get = (q: Req, name: string) =>
+  Effect.gen(function* () {
+    const { object } = yield* current(q, name)
+    if (q.route.subresource === "scale") return json(200, yield* toScale(q, object))
+    if (Table.wanted(q.request.headers["accept"])) {
+      const now = yield* Clock.currentTimeMillis
+      return json(200, Table.render(q.resource, [object], { resourceVersion: Objects.meta(object)["resourceVersion"] }, now, q.request.query.get("includeObject")), {
+        "content-type": Table.contentType
+      })
+    }
+    return respond(q, 200, object)
+  })
+
+/** Selectors of a list or watch, compiled. */
+const selectors = (q: Req, options: Query.ListOptions) =>
+  Effect.gen(function* () {
+    const label = options.labelSelector === "" ? undefined : LabelSelector.parse(options.labelSelector)
+    if (label !== undefined && Either.isLeft(label)) {
+      return yield* Effect.fail(ApiError.badRequest(`unable to parse requirement: ${label.left.message}`))
+    }
+    const field = options.fieldSelector === "" ? undefined : FieldSelector.parseFor(options.fieldSelector, q.resource)
+    if (field !== undefined && Either.isLeft(field)) return yield* Effect.fail(field.left)
+    const filter: WatchCache.Filter = {
+      namespace: q.resource.namespaced ? q.route.namespace : undefined,
+      label: label === undefined ? undefined : LabelSelector.compile(label.right),
+      field: field === undefined ? undefined : FieldSelector.compile(field.right)
+    }
+    return filter
+  })
+
+const listEnvelope = (r: Resource, items: ReadonlyArray<JsonObject>, metadata: Record<string, unknown>): JsonObject => ({
+  kind: r.listKind,
+  apiVersion: r.apiVersion,
+  metadata,
+  items
+})
+
+/** LIST: from the watch cache, or paged from the store when limit/continue/Exact ask for it. */
+export const list = (q: Req, options: Query.ListOptions) =>
+  Effect.gen(function* () {
+    const r = q.resource
+    const filter = yield* selectors(q, options)
+    let items: ReadonlyArray<JsonObject>
+    const metadata: Record<string, unknown> = {}
+    const paged = options.limit > 0 || options.continue !== undefined || options.resourceVersionMatch === "Exact"
+    if (paged) {
+      const page = yield* listFromStore(q, filter, options)
+      items = page.items
+      metadata["resourceVersion"] = String(page.revision)
+      if (page.continue !== undefined) metadata["continue"] = page.continue
+      if (page.remaining !== undefined) metadata["remainingItemCount"] = page.remaining
+    } else {
+      const cache = yield* q.ctx.cache(r)
+      // No resourceVersion: a consistent read, as fresh as the store. "0": whatever the cache has.
+      const wanted =
+        options.resourceVersion === ""
+          ? yield* Effect.mapError(q.ctx.store.currentRevision, storeError(r, ""))
+          : Number(options.resourceVersion)
+      if (wanted > 0) yield* cache.waitFor(wanted, q.ctx.waitForRevision)
+      const result = cache.list(filter)
+      items = result.items as ReadonlyArray<JsonObject>
+      metadata["resourceVersion"] = String(result.revision)
+    }
+    if (Table.wanted(q.request.headers["accept"])) {
+      const now = yield* Clock.currentTimeMillis
+      return json(200, Table.render(r, items, metadata, now, q.request.query.get("includeObject")), { "content-type": Table.contentType })
+    }
+    return json(200, listEnvelope(r, items, metadata))
+  })
+
+/** A page read straight from the store at a pinned revision, filtered, up to `limit` items. */
+const listFromStore = (q: Req, filter: WatchCache.Filter, options: Query.ListOptions) =>
+  Effect.gen(function* () {
+    const r = q.resource
+    const prefix = Keys.prefix(r.group, r.plural, r.namespaced ? q.route.namespace : undefined)
+    const fields = (o: JsonObject) => FieldSelector.fieldsOf(r, o)
+    const matches = (o: JsonObject) =>
+      (filter.label === undefined || filter.label(Objects.meta(o)["labels"] as Record<string, string> | undefined)) &&
+      (filter.field === undefined || filter.field(fields(o)))
+    const filtered = filter.label !== undefined || filter.field !== undefined
+    const limit = options.limit > 0 ? options.limit : 0
+    const items: Array<JsonObject> = []
+    let token = options.continue
+    let revision = 0
+    let remaining: number | undefined
+    const atRevision = options.continue === undefined && options.resourceVersion !== "" && options.resourceVersionMatch === "Exact" ? Number(options.resourceVersion) : 0
+    for (;;) {
+      const want = limit === 0 ? 0 : limit - items.length
+      const page = yield* q.ctx.store
+        .list(prefix, {
+          ...(want > 0 ? { limit: filtered ? Math.max(want, 100) : want } : {}),
+          ...(token !== undefined ? { continue: token } : {}),
+          ...(atRevision > 0 ? { atRevision } : {})
+        })
+        .pipe(Effect.mapError(storeError(r, "")))
+      revision = page.revision
+      let lastKey: string | undefined
+      for (const kv of page.items) {
+        if (limit > 0 && items.length >= limit) break
+        lastKey = kv.key
+        const o = Objects.fromStored(kv)
+        if (matches(o)) items.push(o)
+      }
+      const consumedAll = lastKey === page.items[page.items.length - 1]?.key
+      if (!consumedAll && lastKey !== undefined) {
+        // The page had more than we could return: continue right after the last key we used.
+        token = continuation(page.revision, lastKey)
+        remaining = filtered ? undefined : page.remaining + (page.items.length - page.items.findIndex((kv) => kv.key === lastKey) - 1)
+        return { items, revision, continue: token, remaining }
+      }
+      token = page.continue
+      if (token === undefined) return { items, revision, continue: undefined, remaining: undefined }
+      if (limit > 0 && items.length >= limit) {
+        remaining = filtered ? undefined : page.remaining
+        return { items, revision, continue: token, remaining }
+      }
+    }
+  })
+
+const continuation = (revision: number, after: string): string => ContinueToken.encode({ revision, after })
+
+/** WATCH: newline-delimited `{type, object}` events (or Server-Sent Events), from the watch cache. */
+export const watch = (q: Req, options: Query.ListOptions) =>
+  Effect.gen(function* () {
+    const filter = yield* selectors(q, options)
+    const cache = yield* q.ctx.cache(q.resource)
+    const initial = options.resourceVersion === "" || options.resourceVersion === "0"
+    const from = initial ? cache.revision() : Number(options.resourceVersion)
+    if (!initial && from > cache.revision()) yield* cache.waitFor(from, q.ctx.waitForRevision)
+    const sse = (q.request.headers["accept"] ?? "").includes("text/event-stream")
+    const timeout = Duration.seconds(options.timeoutSeconds ?? 1800)
+    const encoder = new TextEncoder()
+    // One wake-up per batch of events, each serialised once for every watcher (WatchCache.encodeLine).
+    const encode = (batch: ReadonlyArray<WatchCache.WatchCacheEvent>) =>
+      encoder.encode(
+        sse
+          ? batch.map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`).join("")
+          : batch.map(WatchCache.encodeLine).join("")
+      )
+    const body = Stream.unwrapScoped(
+      Effect.map(
+        cache.subscribe(filter, from, {
+          bookmarks: options.allowWatchBookmarks,
+          initialEvents: initial && options.sendInitialEvents !== false,
+          initialEventsEndBookmark: options.sendInitialEvents === true
+        }),
+        (subscription) =>
+          Stream.repeatEffectOption(
+            Effect.flatMap(subscription.take, (batch) => (batch === undefined ? Effect.fail(Option.none()) : Effect.succeed(encode(batch))))
+          )
+      )
+    ).pipe(Stream.interruptAfter(timeout))
+    return {
+      _tag: "Stream",
+      status: 200,
+      headers: { "content-type": sse ? "text/event-stream" : "application/json", "cache-control": "no-cache, private" },
+      body
+    } satisfies ApiResponse
+  })
+
+/** CREATE (POST to the collection). */
+export const create = (q: Req) =>
+  Effect.gen(function* () {
+    const r = q.resource
+    const options = yield* fromEither(Query.write(q.request.query))
+    const body = yield* fromEither(Either.flatMap(Body.parse(q.request.body, q.request.headers["content-type"]), Body.asObject))
+    const typed = yield* fromEither(Objects.checkType(r, body))
+    const scoped = yield* fromEither(Objects.checkNamespace(r, typed, q.route.namespace))
+    const name = String(Objects.meta(scoped)["name"] ?? "")
+    const { object: decoded, warnings } = yield* decodeBody(q, scoped, options.fieldValidation, name)
+    if (r.namespaced) yield* requireNamespace(q, q.route.namespace!)
+    const now = yield* Clock.currentTimeMillis
+    const prepared = yield* fromEither(
+      Objects.prepareCreate(r, decoded, { namespace: q.route.namespace, now, uid: crypto.randomUUID(), region: q.ctx.region, random: q.ctx.random })
+    )
+    const finalName = String(Objects.meta(prepared)["name"])
+    const stored = yield* fromEither(Objects.toStored(prepared))
+    if (options.dryRun) return respond(q, 201, prepared, warningHeader(warnings))
+    const kv = yield* q.ctx.store.create(keyOf(r, q.route.namespace, finalName), stored).pipe(Effect.mapError(storeError(r, finalName)))
+    return respond(q, 201, Objects.fromStored(kv), warningHeader(warnings))
+  })
+
+/** Write `next` over `kv` (CAS on its revision), deleting instead when finalization is complete. */
+const commitUpdate = (q: Req, name: string, kv: KeyValue, old: JsonObject, next: JsonObject, dryRun: boolean) =>
+  Effect.gen(function* () {
+    const r = q.resource
+    if (Objects.sameObject(next, old)) return old
+    const key = keyOf(r, q.route.namespace, name)
+    if (Objects.meta(next)["deletionTimestamp"] !== undefined && Objects.finalizers(next).length === 0) {
+      if (!dryRun) yield* q.ctx.store.delete(key, kv.modRevision).pipe(Effect.mapError(storeError(r, name)))
+      return next
+    }
+    const stored = yield* fromEither(Objects.toStored(next))
+    if (dryRun) return next
+    const written = yield* q.ctx.store.update(key, stored, kv.modRevision).pipe(Effect.mapError(storeError(r, name)))
+    return Objects.fromStored(written)
+  })
+
+/** The revision an update must match: the body's resourceVersion, or (unconditional) the current one. */
+const expectedRevision = (r: Resource, name: string, body: JsonObject, kv: KeyValue) => {
+  const rv = Objects.meta(body)["resourceVersion"]
+  if (rv === undefined || rv === "") return Effect.succeed(kv.modRevision)
+  if (typeof rv !== "string" || !/^\d+$/.test(rv)) {
+    return Effect.fail(ApiError.of(Status.invalid({ group: r.group, kind: r.kind }, name, [FieldError.invalid("metadata.resourceVersion", rv, "must be a number")])))
+  }
+  return Number(rv) === kv.modRevision ? Effect.succeed(kv.modRevision) : Effect.fail(ApiError.of(Status.conflict({ group: r.group, resource: r.plural }, name)))
+}
+
+/** UPDATE (PUT) of the object or its status. */
+export const update = (q: Req, name: string) =>
+  Effect.gen(function* () {
+    const r = q.resource
+    const options = yield* fromEither(Query.write(q.request.query))
+    const body = yield* fromEither(Either.flatMap(Body.parse(q.request.body, q.request.headers["content-type"]), Body.asObject))
+    if (q.route.subresource === "scale") return yield* updateScale(q, name, body, options.dryRun)
+    const typed = yield* fromEither(Objects.checkType(r, body))
+    const scoped = yield* fromEither(Objects.checkNamespace(r, typed, q.route.namespace))
+    const { kv, object: old } = yield* current(q, name)
+    yield* expectedRevision(r, name, scoped, kv)
+    const { object: decoded, warnings } = yield* decodeBody(q, scoped, options.fieldValidation, name)
+    const next = yield* fromEither(Objects.prepareUpdate(r, decoded, old, q.route.subresource === "status" ? "status" : "main"))
+    const written = yield* commitUpdate(q, name, kv, old, next, options.dryRun)
+    return respond(q, 200, written, warningHeader(warnings))
+  })
+
+/** PATCH of the object, its status or its scale; retried on a concurrent write unless pinned. */
+export const patch = (q: Req, name: string) =>
+  Effect.gen(function* () {
+    const r = q.resource
+    const options = yield* fromEither(Query.write(q.request.query))
+    const type = Body.mediaType(q.request.headers["content-type"])
+    if (type === "application/strategic-merge-patch+json" && !Patch.supportsStrategic(r.apiVersion, r.kind)) {
+      return yield* Effect.fail(ApiError.of(Status.unsupportedMediaType(["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"])))
+    }
+    const patchBody = yield* fromEither(Body.parse(q.request.body, "application/json", ["application/json"]))
+    for (let attempt = 0; ; attempt++) {
+      const { kv, object: old } = yield* current(q, name)
+      const target = q.route.subresource === "scale" ? yield* toScale(q, old) : old
+      const patched = yield* fromEither(Either.mapLeft(Patch.apply(type, target, patchBody, `${r.apiVersion}/${r.kind}`), Patch.toApiError))
+      const result = yield* Effect.either(
+        q.route.subresource === "scale"
+          ? updateScale(q, name, patched as JsonObject, options.dryRun)
+          : Effect.gen(function* () {
+              const body = yield* fromEither(Body.asObject(patched))
+              yield* expectedRevision(r, name, body, kv)
+              const { object: decoded, warnings } = yield* decodeBody(q, body, options.fieldValidation, name)
+              const next = yield* fromEither(Objects.prepareUpdate(r, decoded, old, q.route.subresource === "status" ? "status" : "main"))
+              const written = yield* commitUpdate(q, name, kv, old, next, options.dryRun)
+              return respond(q, 200, written, warningHeader(warnings))
+            })
+      )
+      if (Either.isRight(result)) return result.right
+      const pinned = Objects.meta((patched ?? {}) as JsonObject)["resourceVersion"] !== Objects.meta(target)["resourceVersion"]
+      if (result.left.status.reason !== "Conflict" || pinned || attempt >= 4) return yield* Effect.fail(result.left)
+    }
+  })
+
+/** The autoscaling/v1 Scale of an object. */
+const toScale = (q: Req, o: JsonObject) =>
+  Effect.gen(function* () {
+    const scale = q.resource.subresources.scale
+    if (!scale) return yield* Effect.fail(ApiError.of(Status.notFound({ group: q.resource.group, resource: `${q.resource.plural}/scale` }, String(Objects.meta(o)["name"]))))
+    const m = Objects.meta(o)
+    const selector = scale.labelSelectorPath === undefined ? undefined : at(o, scale.labelSelectorPath)
+    return {
+      kind: "Scale",
+      apiVersion: "autoscaling/v1",
+      metadata: { name: m["name"], namespace: m["namespace"], uid: m["uid"], resourceVersion: m["resourceVersion"], creationTimestamp: m["creationTimestamp"] },
+      spec: { replicas: Number(at(o, scale.specReplicasPath) ?? 0) },
+      status: {
+        replicas: Number(at(o, scale.statusReplicasPath) ?? 0),
+        ...(selector !== undefined ? { selector: LabelSelector.formatSelector(selector as LabelSelector.LabelSelector) } : {})
+      }
+    } as JsonObject
+  })
+
+const at = (o: unknown, path: string): unknown =>
+  path.split(".").reduce<unknown>((v, k) => (typeof v === "object" && v !== null ? (v as Record<string, unknown>)[k] : undefined), o)
+
+const setAt = (o: JsonObject, path: string, value: unknown): JsonObject => {
+  const [head, ...rest] = path.split(".")
+  if (rest.length === 0) return { ...o, [head!]: value }
+  const child = o[head!]
+  return { ...o, [head!]: setAt(typeof child === "object" && child !== null ? (child as JsonObject) : {}, rest.join("."), value) }
+}
+
+/** PUT (or patched) Scale: only spec.replicas changes the object. */
+const updateScale = (q: Req, name: string, body: JsonObject, dryRun: boolean) =>
+  Effect.gen(function* () {
+    const r = q.resource
+    const scale = r.subresources.scale
+    if (!scale) return yield* Effect.fail(ApiError.of(Status.notFound({ group: r.group, resource: `${r.plural}/scale` }, name)))
+    const replicas = at(body, "spec.replicas")
+    if (typeof replicas !== "number" || !Number.isInteger(replicas) || replicas < 0) {
+      return yield* Effect.fail(
+        ApiError.of(Status.invalid({ group: "autoscaling", kind: "Scale" }, name, [FieldError.invalid("spec.replicas", replicas ?? null, "must be greater than or equal to 0")]))
+      )
+    }
+    const { kv, object: old } = yield* current(q, name)
+    yield* expectedRevision(r, name, body, kv)
+    const next = yield* fromEither(Objects.prepareUpdate(r, setAt(old, scale.specReplicasPath, replicas), old, "main"))
+    const written = yield* commitUpdate(q, name, kv, old, next, dryRun)
+    return json(200, yield* toScale(q, written))
+  })
+
+/** DELETE one object. */
+export const remove = (q: Req, name: string) =>
+  Effect.gen(function* () {
+    const parsed = q.request.body && q.request.body.length > 0 ? Body.parse(q.request.body, "application/json", ["application/json"]) : Either.right(undefined)
+    const body = yield* fromEither(Either.flatMap(parsed, (b) => (b === undefined ? Either.right(undefined) : Body.asObject(b))))
+    const options = yield* fromEither(Query.remove(q.request.query, body))
+    const result = yield* deleteOne(q, name, options)
+    return result
+  })
+
+/** The deletion of one object, shared by DELETE and delete-collection. */
+const deleteOne = (q: Req, name: string, options: Query.DeleteOptions) =>
+  Effect.gen(function* () {
+    const r = q.resource
+    const { kv, object: old } = yield* current(q, name)
+    const m = Objects.meta(old)
+    const pre = options.preconditions
+    if (pre.uid !== undefined && pre.uid !== m["uid"]) {
+      return yield* Effect.fail(
+        ApiError.of(Status.conflict({ group: r.group, resource: r.plural }, name, `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${String(m["uid"])}`))
+      )
+    }
+    if (pre.resourceVersion !== undefined && pre.resourceVersion !== m["resourceVersion"]) {
+      return yield* Effect.fail(
+        ApiError.of(
+          Status.conflict({ group: r.group, resource: r.plural }, name, `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${String(m["resourceVersion"])}`)
+        )
+      )
+    }
+    if (m["deletionTimestamp"] !== undefined) return json(200, old)
+    const now = yield* Clock.currentTimeMillis
+    const finalizers = [...Objects.finalizers(old)]
+    if (options.propagationPolicy === "Orphan" && !finalizers.includes("orphan")) finalizers.push("orphan")
+    if (options.propagationPolicy === "Foreground" && !finalizers.includes("foregroundDeletion")) finalizers.push("foregroundDeletion")
+    // Pods on a node end gracefully: the agent stops them, then deletes with grace 0.
+    const spec = (old["spec"] ?? {}) as Record<string, unknown>
+    const phase = ((old["status"] ?? {}) as Record<string, unknown>)["phase"]
+    const grace =
+      r.apiVersion === "v1" && r.kind === "Pod" && spec["nodeName"] !== undefined && phase !== "Succeeded" && phase !== "Failed"
+        ? (options.gracePeriodSeconds ?? Number(spec["terminationGracePeriodSeconds"] ?? 30))
+        : 0
+    const namespaceFinalizers = r.apiVersion === "v1" && r.kind === "Namespace" ? ((spec["finalizers"] as Array<string> | undefined) ?? []) : []
+    if (finalizers.length > 0 || grace > 0 || namespaceFinalizers.length > 0) {
+      let next = Objects.withMeta(old, {
+        ...m,
+        finalizers: finalizers.length > 0 ? finalizers : undefined,
+        deletionTimestamp: Objects.timestamp(now + grace * 1000),
+        deletionGracePeriodSeconds: grace
+      })
+      if (namespaceFinalizers.length > 0) next = { ...next, status: { ...((old["status"] ?? {}) as object), phase: "Terminating" } }
+      if (Objects.meta(next)["finalizers"] === undefined) delete (Objects.meta(next) as Record<string, unknown>)["finalizers"]
+      const stored = yield* fromEither(Objects.toStored(next))
+      if (options.dryRun) return json(200, next)
+      const written = yield* q.ctx.store.update(kv.key, stored, kv.modRevision).pipe(Effect.mapError(storeError(r, name)))
+      return json(200, Objects.fromStored(written))
+    }
+    if (!options.dryRun) yield* q.ctx.store.delete(kv.key, kv.modRevision).pipe(Effect.mapError(storeError(r, name)))
+    if (r.strategy.deleteReturnsObject) return json(200, old)
+    return json(
+      200,
+      Status.success({ name, group: r.group, kind: r.plural, uid: String(m["uid"] ?? "") })
+    )
+  })
+
+/** DELETE of a collection: every matching object, answered with the list of what was deleted. */
+export const removeCollection = (q: Req) =>
+  Effect.gen(function* () {
+    const r = q.resource
+    const listOptions = yield* fromEither(Query.list(q.request.query, false))
+    const options = yield* fromEither(Query.remove(q.request.query, undefined))
+    const filter = yield* selectors(q, listOptions)
+    const cache = yield* q.ctx.cache(r)
+    const wanted = yield* Effect.mapError(q.ctx.store.currentRevision, storeError(r, ""))
+    yield* cache.waitFor(wanted, q.ctx.waitForRevision)
+    const { items, revision } = cache.list(filter)
+    const deleted = yield* Effect.forEach(items as ReadonlyArray<JsonObject>, (o) => {
+      const name = String(Objects.meta(o)["name"])
+      const scoped: Req = { ...q, route: { ...q.route, namespace: Objects.meta(o)["namespace"] as string | undefined } }
+      return Effect.option(Effect.map(deleteOne(scoped, name, options), () => o))
+    })
+    return json(200, listEnvelope(r, Chunk.toReadonlyArray(Chunk.compact(Chunk.fromIterable(deleted))), { resourceVersion: String(revision) }))
+  })

@@ -1,0 +1,260 @@
+/**
+ * The typed Fleet API client for TypeScript consumers (the CLI, the hub, embedding services).
+ * It speaks the Kubernetes REST conventions over an injected `fetch` (so core stays free of HTTP
+ * libraries; the caller supplies one that trusts the cluster CA), maps every error Status to an
+ * `ApiError`, and offers `watch` as a Stream that reconnects from the last resourceVersion and,
+ * after a 410, re-lists and emits the difference, so a consumer never misses a state.
+ */
+import { Effect, Option, Schedule, Stream } from "effect"
+import * as Kinds from "../model/Kinds.js"
+import * as Status from "../model/Status.js"
+import * as ApiError from "../api/ApiError.js"
+
+/** A JSON object from the API. */
+export type JsonObject = Record<string, unknown>
+
+/** How to reach a server. */
+export interface Config {
+  /** Base URL, e.g. `https://127.0.0.1:9300`. */
+  readonly server: string
+  /** Bearer token. */
+  readonly token?: string
+  /** The fetch to use (one that trusts the cluster CA). Defaults to the global fetch. */
+  readonly fetch?: typeof globalThis.fetch
+}
+
+/** Names a resource: apiVersion plus kind (built-in) or plural (any, incl. CRDs). */
+export interface ResourceRef {
+  readonly apiVersion: string
+  readonly kind?: string
+  readonly plural?: string
+  readonly namespaced?: boolean
+}
+
+/** A watch event as the client delivers it. */
+export interface WatchEvent {
+  readonly type: "ADDED" | "MODIFIED" | "DELETED"
+  readonly object: JsonObject
+}
+
+/** List and watch options. */
+export interface ListOptions {
+  readonly namespace?: string
+  readonly labelSelector?: string
+  readonly fieldSelector?: string
+  readonly limit?: number
+  readonly continue?: string
+  readonly resourceVersion?: string
+}
+
+/** The patch flavours the API accepts. */
+export type PatchType = "json" | "merge" | "strategic"
+
+const patchTypes: Record<PatchType, string> = {
+  json: "application/json-patch+json",
+  merge: "application/merge-patch+json",
+  strategic: "application/strategic-merge-patch+json"
+}
+
+const meta = (o: JsonObject) => (o["metadata"] ?? {}) as Record<string, unknown>
+
+/** The path of a collection or object. */
+export const path = (ref: ResourceRef, namespace: string | undefined, name?: string, subresource?: string): string => {
+  const info = ref.kind ? Option.getOrUndefined(Kinds.kindFor(ref.apiVersion, ref.kind)) : undefined
+  const plural = ref.plural ?? info?.plural ?? `${(ref.kind ?? "").toLowerCase()}s`
+  const namespaced = ref.namespaced ?? info?.namespaced ?? true
+  const base = ref.apiVersion.includes("/") ? `/apis/${ref.apiVersion}` : `/api/${ref.apiVersion}`
+  const ns = namespaced && namespace !== undefined ? `/namespaces/${encodeURIComponent(namespace)}` : ""
+  return `${base}${ns}/${plural}${name !== undefined ? `/${encodeURIComponent(name)}` : ""}${subresource ? `/${subresource}` : ""}`
+}
+
+const query = (options: ListOptions & { readonly watch?: boolean; readonly allowWatchBookmarks?: boolean }) => {
+  const q = new URLSearchParams()
+  if (options.labelSelector) q.set("labelSelector", options.labelSelector)
+  if (options.fieldSelector) q.set("fieldSelector", options.fieldSelector)
+  if (options.limit) q.set("limit", String(options.limit))
+  if (options.continue) q.set("continue", options.continue)
+  if (options.resourceVersion !== undefined) q.set("resourceVersion", options.resourceVersion)
+  if (options.watch) q.set("watch", "true")
+  if (options.allowWatchBookmarks) q.set("allowWatchBookmarks", "true")
+  const s = q.toString()
+  return s === "" ? "" : `?${s}`
+}
+
+/** A client. */
+export const make = (config: Config) => {
+  const doFetch = config.fetch ?? globalThis.fetch
+  const headers = (extra: Record<string, string> = {}): Record<string, string> => ({
+    accept: "application/json",
+    ...(config.token ? { authorization: `Bearer ${config.token}` } : {}),
+    ...extra
+  })
+
+  const failure = (response: Response) =>
+    Effect.flatMap(
+      Effect.promise(() => response.text()),
+      (text) => {
+        try {
+          const body = JSON.parse(text) as Status.Status
+          if (body && body.kind === "Status") return Effect.fail(ApiError.of(body))
+        } catch {
+          // not a Status: fall through
+        }
+        return Effect.fail(ApiError.of({ ...Status.internalError(text.slice(0, 200)), code: response.status }))
+      }
+    )
+
+  const request = (method: string, url: string, body?: unknown, contentType = "application/json") =>
+    Effect.gen(function* () {
+      const response = yield* Effect.tryPromise({
+        try: (signal) =>
+          doFetch(`${config.server}${url}`, {
+            method,
+            headers: headers(body === undefined ? {} : { "content-type": contentType }),
+            ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+            signal
+          }),
+        catch: (e) => ApiError.of(Status.serviceUnavailable(`cannot reach ${config.server}: ${e instanceof Error ? e.message : String(e)}`))
+      })
+      if (!response.ok) return yield* failure(response)
+      return (yield* Effect.promise(() => response.json())) as JsonObject
+    })
+
+  const refOf = (o: JsonObject): ResourceRef => ({ apiVersion: String(o["apiVersion"]), kind: String(o["kind"]) })
+
+  const list = (ref: ResourceRef, options: ListOptions = {}) => request("GET", `${path(ref, options.namespace)}${query(options)}`)
+
+  /** Every item across pages (following `continue`). */
+  const listAll = (ref: ResourceRef, options: ListOptions = {}) =>
+    Effect.gen(function* () {
+      const items: Array<JsonObject> = []
+      let token: string | undefined
+      let resourceVersion = ""
+      do {
+        const page = yield* list(ref, { ...options, ...(token ? { continue: token } : {}) })
+        items.push(...((page["items"] as Array<JsonObject> | undefined) ?? []))
+        const m = meta(page)
+        token = (m["continue"] as string | undefined) || undefined
+        resourceVersion = String(m["resourceVersion"] ?? "")
+      } while (token)
+      return { items, resourceVersion }
+    })
+
+  /** One watch connection: events until the server ends it; 410 arrives as an `ApiError`. */
+  const watchOnce = (ref: ResourceRef, options: ListOptions) =>
+    Stream.unwrapScoped(
+      Effect.gen(function* () {
+        const controller = new AbortController()
+        yield* Effect.addFinalizer(() => Effect.sync(() => controller.abort()))
+        const url = `${config.server}${path(ref, options.namespace)}${query({ ...options, watch: true, allowWatchBookmarks: true })}`
+        const response = yield* Effect.tryPromise({
+          try: () => doFetch(url, { headers: headers(), signal: controller.signal }),
+          catch: (e) => ApiError.of(Status.serviceUnavailable(`watch failed: ${e instanceof Error ? e.message : String(e)}`))
+        })
+        if (!response.ok || response.body === null) return yield* failure(response)
+        const decoder = new TextDecoder()
+        let buffer = ""
+        return Stream.fromReadableStream({
+          evaluate: () => response.body!,
+          onError: (e) => ApiError.of(Status.serviceUnavailable(`watch stream broke: ${e instanceof Error ? e.message : String(e)}`))
+        }).pipe(
+          Stream.mapConcat((bytes) => {
+            buffer += decoder.decode(bytes, { stream: true })
+            const lines = buffer.split("\n")
+            buffer = lines.pop()!
+            return lines.filter((l) => l.trim() !== "").map((l) => JSON.parse(l) as { type: string; object: JsonObject })
+          }),
+          Stream.mapEffect((e) =>
+            e.type === "ERROR" ? Effect.fail(ApiError.of(e.object as unknown as Status.Status)) : Effect.succeed(e)
+          )
+        )
+      })
+    )
+
+  /**
+   * Watch with recovery: start from a list (or `resourceVersion`), reconnect from the last seen
+   * resourceVersion when a connection ends, and on 410 re-list and emit what changed meanwhile.
+   */
+  const watch = (ref: ResourceRef, options: ListOptions = {}): Stream.Stream<WatchEvent, ApiError.ApiError> =>
+    Stream.unwrap(
+      Effect.sync(() => {
+        const known = new Map<string, JsonObject>()
+        const id = (o: JsonObject) => `${String(meta(o)["namespace"] ?? "")}/${String(meta(o)["name"])}`
+        let resourceVersion = options.resourceVersion
+        const relist = Effect.gen(function* () {
+          const { items, resourceVersion: rv } = yield* listAll(ref, { ...options, resourceVersion: "" })
+          const events: Array<WatchEvent> = []
+          const seen = new Set<string>()
+          for (const o of items) {
+            const k = id(o)
+            seen.add(k)
+            const before = known.get(k)
+            if (!before) events.push({ type: "ADDED", object: o })
+            else if (meta(before)["resourceVersion"] !== meta(o)["resourceVersion"]) events.push({ type: "MODIFIED", object: o })
+            known.set(k, o)
+          }
+          for (const [k, o] of known) if (!seen.has(k)) {
+            known.delete(k)
+            events.push({ type: "DELETED", object: o })
+          }
+          resourceVersion = rv
+          return events
+        })
+        const connection: Stream.Stream<WatchEvent, ApiError.ApiError> = Stream.unwrap(
+          Effect.gen(function* () {
+            const initial = resourceVersion === undefined ? yield* relist : []
+            const live = watchOnce(ref, { ...options, resourceVersion: resourceVersion ?? "" }).pipe(
+              Stream.filterMap((e) => {
+                const rv = meta(e.object)["resourceVersion"]
+                if (typeof rv === "string" && rv !== "") resourceVersion = rv
+                if (e.type === "BOOKMARK") return Option.none()
+                const type = e.type as WatchEvent["type"]
+                if (type === "DELETED") known.delete(id(e.object))
+                else known.set(id(e.object), e.object)
+                return Option.some({ type, object: e.object })
+              })
+            )
+            return Stream.concat(Stream.fromIterable(initial), live)
+          })
+        )
+        const recovering = connection.pipe(
+          Stream.catchAll((e) =>
+            e.status.code === 410
+              ? Stream.flatMap(Stream.fromEffect(Effect.sync(() => (resourceVersion = undefined))), () => Stream.empty)
+              : Stream.fail(e)
+          )
+        )
+        // A connection that ends (server timeout) or is gone (410) starts the next one.
+        return Stream.repeat(recovering, Schedule.spaced("200 millis")).pipe(
+          Stream.retry(Schedule.exponential("200 millis").pipe(Schedule.union(Schedule.spaced("5 seconds"))))
+        )
+      })
+    )
+
+  return {
+    /** GET one object. */
+    get: (ref: ResourceRef, namespace: string | undefined, name: string) => request("GET", path(ref, namespace, name)),
+    /** LIST one page. */
+    list,
+    /** LIST every page. */
+    listAll,
+    /** CREATE an object (its own apiVersion/kind/namespace say where). */
+    create: (o: JsonObject) => request("POST", path(refOf(o), meta(o)["namespace"] as string | undefined), o),
+    /** UPDATE (PUT) an object; its resourceVersion makes it a compare-and-swap. */
+    update: (o: JsonObject, subresource?: "status") =>
+      request("PUT", path(refOf(o), meta(o)["namespace"] as string | undefined, String(meta(o)["name"]), subresource), o),
+    /** PATCH an object. */
+    patch: (ref: ResourceRef, namespace: string | undefined, name: string, type: PatchType, body: unknown, subresource?: string) =>
+      request("PATCH", path(ref, namespace, name, subresource), body, patchTypes[type]),
+    /** DELETE an object; answers the object (pending deletion) or a Status. */
+    delete: (ref: ResourceRef, namespace: string | undefined, name: string, options: JsonObject = {}) =>
+      request("DELETE", path(ref, namespace, name), { kind: "DeleteOptions", apiVersion: "v1", ...options }),
+    /** A raw watch connection (no recovery). */
+    watchOnce,
+    /** A recovering watch. */
+    watch
+  }
+}
+
+/** A client. */
+export type Client = ReturnType<typeof make>
