@@ -2,7 +2,7 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { StoreBench } from "@koder/fleet-core/testing"
+import { StoreBench } from "@koder/fleet-core/bench"
 import { Effect, Layer } from "effect"
 import { SqliteStore } from "../src/index.js"
 

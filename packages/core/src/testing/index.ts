@@ -1,6 +1,5 @@
 /**
  * @koder/fleet-core/testing: what adapters and embedders use to prove themselves against the
- * kernel's contracts (the Store contract suite) and to measure themselves (the store benchmark).
+ * kernel's contracts (the Store contract suite). The benchmark driver is `@koder/fleet-core/bench`.
  */
 export * as StoreContract from "./StoreContract.js"
-export * as StoreBench from "./StoreBench.js"
