@@ -16,7 +16,7 @@ const usage = () =>
     "  version  print the version"
   ].join("\n")
 
-const [command] = process.argv.slice(2)
+const [command, ...args] = process.argv.slice(2)
 if (command === "version" || command === "--version") {
   console.log(`koder-fleet ${version}`)
 } else if (command === undefined || command === "help" || command === "--help" || command === "-h") {
@@ -26,10 +26,17 @@ if (command === "version" || command === "--version") {
   if (role === undefined) {
     console.error(`koder-fleet: unknown role ${JSON.stringify(command)}\n\n${usage()}`)
     process.exitCode = 2
+  } else if (role === "server") {
+    // Loaded on demand: `version` and `--help` need none of the server's dependencies.
+    const Server = await import("./Server.js")
+    // Exit explicitly: a drained server must not linger on a stray handle.
+    process.exit(await Server.main(args))
   } else if (!Roles.available.includes(role)) {
     console.log(
-      `koder-fleet ${role}: not built yet. This build has the store layer (memory, SQLite); ` +
-        `the API server, agent and runtime arrive with the next issues (see README.md).`
+      role === "dev"
+        ? "koder-fleet dev: not built yet (the single-host cluster arrives with a later issue). " +
+            "For the API server run `koder-fleet server` (see `koder-fleet server --help`)."
+        : `koder-fleet ${role}: not built yet. This build has the API server: run \`koder-fleet server\` (see README.md).`
     )
   }
 }

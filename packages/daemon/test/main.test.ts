@@ -28,4 +28,20 @@ describe("koder-fleet", () => {
     expect(r.code).toBe(2)
     expect(r.stderr).toContain('unknown role "frobnicate"')
   })
+
+  it("says dev is not built yet and points to the server role", async () => {
+    const r = await koderFleet("dev")
+    expect(r.code).toBe(0)
+    expect(r.stdout).toContain("not built yet")
+    expect(r.stdout).toContain("koder-fleet server")
+  })
+
+  it("documents the server's flags and rejects unknown ones with exit code 2", async () => {
+    const help = await koderFleet("server", "--help")
+    expect(help.code).toBe(0)
+    for (const flag of ["--data-dir", "--store", "--pg-url", "--listen", "--region", "--tls-san", "--tls-cert", "--tls-key"]) expect(help.stdout).toContain(flag)
+    const bad = await koderFleet("server", "--listen", "nowhere")
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toContain("expected HOST:PORT")
+  })
 })

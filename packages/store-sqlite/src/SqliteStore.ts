@@ -1,3 +1,5 @@
+// eslint-disable-next-line @typescript-eslint/triple-slash-reference -- better-sqlite3 ships no types; the ambient declaration must reach every package that compiles this module
+/// <reference path="./internal/better-sqlite3.d.ts" />
 /**
  * The Store port on embedded SQLite (DESIGN §4): one process owns one file; an MVCC log with
  * one row per revision; group commit (many mutations, one transaction, one fsync); background

@@ -56,7 +56,13 @@ const resource = (group: string, version: string, rest: ReadonlyArray<string>): 
 /** Route a path (without query string). */
 export const route = (path: string): Route => {
   const trimmed = path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path
-  const s = trimmed.split("/").slice(1).map(decodeURIComponent)
+  let s: Array<string>
+  try {
+    s = trimmed.split("/").slice(1).map(decodeURIComponent)
+  } catch {
+    // A malformed percent-escape names no resource.
+    return { _tag: "Unknown" }
+  }
   switch (s[0]) {
     case "version":
       return s.length === 1 ? { _tag: "Version" } : { _tag: "Unknown" }

@@ -1,0 +1,23 @@
+/**
+ * The daemon's failures, one tagged class per edge: bad flags, TLS material, the bootstrap
+ * credentials, the listening socket. Each carries a message fit to print before exiting.
+ */
+import { Data } from "effect"
+
+/** A flag is missing, unknown or malformed (exit code 2). */
+export class ConfigError extends Data.TaggedError("ConfigError")<{ readonly message: string }> {}
+
+/** TLS material could not be read, generated or written. */
+export class TlsError extends Data.TaggedError("TlsError")<{ readonly message: string }> {}
+
+/** The bootstrap token or the kubeconfig could not be read or written. */
+export class BootstrapError extends Data.TaggedError("BootstrapError")<{ readonly message: string }> {}
+
+/** The HTTPS listener could not bind its address. */
+export class ListenError extends Data.TaggedError("ListenError")<{ readonly message: string }> {}
+
+/** Any failure of the daemon. */
+export type DaemonError = ConfigError | TlsError | BootstrapError | ListenError
+
+/** The message of an unknown thrown value. */
+export const describe = (e: unknown): string => (e instanceof Error ? e.message : String(e))

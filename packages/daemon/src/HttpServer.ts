@@ -1,0 +1,372 @@
+/**
+ * The HTTPS front of the API server: `node:https` (HTTP/1.1) adapted to core's request handler.
+ * It owns what only the wire knows: body size, per-client in-flight limits, the request timeout,
+ * backpressure on watch streams, client disconnects, and a graceful shutdown.
+ *
+ *   socket ─▶ limits (429) ─▶ read body ≤ 3 MiB (413) ─▶ handle ─(60 s, 504)─▶ JSON | stream
+ *   shutdown: stop accepting ─▶ end watches ─▶ drain requests (bounded) ─▶ close sockets
+ *
+ * A client is known here only by its bearer token (a hash prefix, never the token) or its remote
+ * address: authentication happens inside the handler, after the limits.
+ */
+import { Http, Status } from "@koder/fleet-core"
+import { Cause, Deferred, Duration, Effect, Exit, Fiber, Runtime, type Scope, Stream } from "effect"
+import { createHash } from "node:crypto"
+import type { IncomingMessage, ServerResponse } from "node:http"
+import { createServer, type Server } from "node:https"
+import type { AddressInfo } from "node:net"
+import { ListenError } from "./DaemonError.js"
+
+/** A request as the core handler takes it (authentication fills in the user). */
+export type Request = Omit<Http.ApiRequest, "user">
+
+/** Core's API handler: never fails, every error is already a Status response. */
+export type Handle = (request: Request) => Effect.Effect<Http.ApiResponse>
+
+/** Bounds on what one client may ask of the server. */
+export interface Limits {
+  /** Largest request body accepted (default 3 MiB); larger ones get 413. */
+  readonly maxBodyBytes: number
+  /** Concurrent non-watch requests per client (default 100); more get 429. */
+  readonly maxInFlight: number
+  /** Concurrent watches per client (default 1000); more get 429. */
+  readonly maxWatches: number
+  /** Time to read the body and produce a non-watch response (default 60 s); then 504. */
+  readonly requestTimeout: Duration.DurationInput
+  /** How long shutdown waits for in-flight requests before cutting them off (default 10 s). */
+  readonly shutdownGrace: Duration.DurationInput
+}
+
+/** The defaults of `Limits`. */
+export const defaults: Limits = {
+  maxBodyBytes: 3 * 1024 * 1024,
+  maxInFlight: 100,
+  maxWatches: 1000,
+  requestTimeout: "60 seconds",
+  shutdownGrace: "10 seconds"
+}
+
+/** Where to listen, with what certificate, within which limits. */
+export interface Options extends Partial<Limits> {
+  readonly host: string
+  /** 0 picks a free port. */
+  readonly port: number
+  readonly tls: { readonly cert: string; readonly key: string }
+}
+
+/** A listening server. */
+export interface HttpServer {
+  /** The bound address (the real port when 0 was asked for). */
+  readonly address: { readonly host: string; readonly port: number }
+  /** Start answering with `handle`; until then every request gets 503. */
+  readonly serve: (handle: Handle) => void
+  /** Whether shutdown has begun (readyz turns false). */
+  readonly draining: () => boolean
+  /** Graceful shutdown (also run when the scope closes); idempotent. */
+  readonly shutdown: Effect.Effect<void>
+  /** Requests and watches being served right now. */
+  readonly inFlight: () => { readonly requests: number; readonly watches: number }
+}
+
+// How much of an oversized body is read and dropped before the connection is cut instead.
+const discardLimit = 16 * 1024 * 1024
+
+const healthPaths = new Set(["/healthz", "/readyz", "/livez"])
+const watchPath = /^\/(api\/[^/]+|apis\/[^/]+\/[^/]+)\/watch\//
+
+/** Is this a watch (served as a long-lived stream, limited separately, never timed out)? */
+export const isWatch = (path: string, query: URLSearchParams): boolean => {
+  const w = query.get("watch")
+  return w === "true" || w === "1" || watchPath.test(path)
+}
+
+/** The identity the in-flight limits count against: a token's hash prefix, else the address. */
+export const clientKey = (headers: IncomingMessage["headers"], remoteAddress: string | undefined): string => {
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(headers.authorization ?? "")
+  if (m?.[1] !== undefined) return `token:${createHash("sha256").update(m[1]).digest("hex").slice(0, 16)}`
+  return `addr:${remoteAddress ?? "unknown"}`
+}
+
+const lowerCaseHeaders = (headers: IncomingMessage["headers"]): Record<string, string | undefined> => {
+  const out: Record<string, string | undefined> = {}
+  for (const [name, value] of Object.entries(headers)) out[name.toLowerCase()] = Array.isArray(value) ? value.join(", ") : value
+  return out
+}
+
+/** Split `req.url` by hand: `new URL` would read a path starting with `//` as a host. */
+const splitUrl = (url: string): { path: string; query: URLSearchParams } | undefined => {
+  const q = url.indexOf("?")
+  const path = q < 0 ? url : url.slice(0, q)
+  if (!path.startsWith("/")) return undefined
+  try {
+    // The router decodes each segment; reject what it could not decode.
+    for (const segment of path.split("/")) decodeURIComponent(segment)
+  } catch {
+    return undefined
+  }
+  return { path, query: new URLSearchParams(q < 0 ? "" : url.slice(q + 1)) }
+}
+
+const sendJson = (res: ServerResponse, response: Http.JsonResponse, close = false) => {
+  if (res.headersSent || res.destroyed) return
+  const body = typeof response.body === "string" ? response.body : JSON.stringify(response.body)
+  const headers: Record<string, string | number> = { ...response.headers, "content-length": Buffer.byteLength(body) }
+  if (close) headers["connection"] = "close"
+  res.writeHead(response.status, headers)
+  res.end(body)
+}
+
+const statusResponse = (status: Status.Status, headers: Record<string, string> = {}) => Http.json(status.code ?? 500, status, headers)
+
+class BodyTooLarge {
+  readonly _tag = "BodyTooLarge"
+  /** Refused on its declared length, before any of it was read. */
+  constructor(readonly declared: boolean) {}
+}
+class ClientGone {
+  readonly _tag = "ClientGone"
+}
+
+/** Read the body, failing fast (without reading on) once it passes `max` bytes. */
+const readBody = (req: IncomingMessage, res: ServerResponse, max: number, expectsContinue: boolean): Effect.Effect<Uint8Array | undefined, BodyTooLarge | ClientGone> => {
+  const declared = Number(req.headers["content-length"] ?? "0")
+  if (Number.isFinite(declared) && declared > max) return Effect.fail(new BodyTooLarge(true))
+  // `Expect: 100-continue`: invite the body only once its declared size is known to be fine.
+  if (expectsContinue) res.writeContinue()
+  if (req.readableEnded) return Effect.succeed(undefined)
+  return Effect.async<Uint8Array | undefined, BodyTooLarge | ClientGone>((resume) => {
+    const chunks: Array<Buffer> = []
+    let size = 0
+    const cleanup = () => {
+      req.off("data", onData)
+      req.off("end", onEnd)
+      req.off("error", onGone)
+      req.off("aborted", onGone)
+    }
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size > max) {
+        cleanup()
+        req.pause()
+        resume(Effect.fail(new BodyTooLarge(false)))
+      } else chunks.push(chunk)
+    }
+    const onEnd = () => {
+      cleanup()
+      resume(Effect.succeed(size === 0 ? undefined : new Uint8Array(Buffer.concat(chunks, size))))
+    }
+    const onGone = () => {
+      cleanup()
+      resume(Effect.fail(new ClientGone()))
+    }
+    req.on("data", onData)
+    req.once("end", onEnd)
+    req.once("error", onGone)
+    req.once("aborted", onGone)
+    return Effect.sync(cleanup)
+  })
+}
+
+/** Write one chunk, waiting for 'drain' when the socket's buffer is full. */
+const writeChunk = (res: ServerResponse, chunk: Uint8Array): Effect.Effect<void> =>
+  Effect.async<void>((resume) => {
+    if (res.destroyed || res.writableEnded) return resume(Effect.interrupt)
+    if (res.write(chunk)) return resume(Effect.void)
+    const done = () => {
+      res.off("drain", done)
+      res.off("close", done)
+      resume(res.destroyed ? Effect.interrupt : Effect.void)
+    }
+    res.once("drain", done)
+    res.once("close", done)
+    return Effect.sync(() => {
+      res.off("drain", done)
+      res.off("close", done)
+    })
+  })
+
+/** Listen on `options.host:port`; the server shuts down gracefully when the scope closes. */
+export const make = (options: Options): Effect.Effect<HttpServer, ListenError, Scope.Scope> =>
+  Effect.gen(function* () {
+    const limits: Limits = { ...defaults, ...options }
+    const timeout = Duration.decode(limits.requestTimeout)
+    const runtime = yield* Effect.runtime<never>()
+    const runFork = Runtime.runFork(runtime)
+    const stopping = yield* Deferred.make<void>()
+
+    let handle: Handle | undefined
+    let draining = false
+    const requests = new Set<Fiber.RuntimeFiber<void>>()
+    const watches = new Set<Fiber.RuntimeFiber<void>>()
+    const perClient = new Map<string, { requests: number; watches: number }>()
+
+    const admit = (client: string, watch: boolean): (() => void) | undefined => {
+      const count = perClient.get(client) ?? { requests: 0, watches: 0 }
+      if (watch ? count.watches >= limits.maxWatches : count.requests >= limits.maxInFlight) return undefined
+      if (watch) count.watches++
+      else count.requests++
+      perClient.set(client, count)
+      let released = false
+      return () => {
+        if (released) return
+        released = true
+        if (watch) count.watches--
+        else count.requests--
+        if (count.requests === 0 && count.watches === 0) perClient.delete(client)
+      }
+    }
+
+    /**
+     * Answer 413 without buffering the rest of the body. The rest is read and dropped (up to
+     * `discardLimit` bytes, then the connection is cut): closing a socket with unread input makes
+     * the kernel send a reset, which would often destroy the 413 before the client reads it.
+     */
+    const tooLarge = (req: IncomingMessage, res: ServerResponse, neverInvited: boolean) => {
+      let discarded = 0
+      req.on("data", (chunk: Buffer) => {
+        discarded += chunk.length
+        if (discarded > discardLimit) req.socket.destroy()
+      })
+      req.resume()
+      // A client told not to continue never sends the body the connection still owes: close it.
+      sendJson(res, statusResponse(Status.requestEntityTooLarge(`limit is ${limits.maxBodyBytes} bytes`)), draining || neverInvited)
+    }
+
+    const respond = (res: ServerResponse, response: Http.ApiResponse, close: boolean): Effect.Effect<void> => {
+      if (response._tag === "Json") return Effect.sync(() => sendJson(res, response, close || draining))
+      return Effect.gen(function* () {
+        if (res.destroyed) return
+        res.writeHead(response.status, response.headers)
+        res.flushHeaders() // a watcher learns at once that its watch is established
+        // On shutdown the stream ends as if the watch were over, so the client sees a clean end:
+        // an idle watch when `stopping` completes, a busy one at its next chunk.
+        const body = response.body.pipe(
+          Stream.interruptWhen(Deferred.await(stopping)),
+          Stream.takeWhile(() => !draining)
+        )
+        yield* Stream.runForEach(body, (chunk) => writeChunk(res, chunk))
+        if (!res.destroyed) res.end()
+      })
+    }
+
+    const onRequest = (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean) => {
+      const url = splitUrl(req.url ?? "/")
+      if (url === undefined) return sendJson(res, statusResponse(Status.badRequest(`malformed request path ${JSON.stringify(req.url)}`)))
+      if (handle === undefined || (draining && !healthPaths.has(url.path))) {
+        return sendJson(res, statusResponse(Status.serviceUnavailable("the server is not serving requests"), { "retry-after": "1" }), true)
+      }
+      const serve = handle
+      const watch = isWatch(url.path, url.query)
+      const client = clientKey(req.headers, req.socket.remoteAddress)
+      // Health probes are never refused for load: they are how orchestrators judge liveness.
+      const release = healthPaths.has(url.path) ? () => {} : admit(client, watch)
+      if (release === undefined) {
+        const what = watch ? `${limits.maxWatches} concurrent watches` : `${limits.maxInFlight} concurrent requests`
+        return sendJson(res, statusResponse(Status.tooManyRequests(`Too many requests: this client already has ${what}, please try again later.`, 1), { "retry-after": "1" }))
+      }
+      res.once("close", release)
+
+      const request = Effect.gen(function* () {
+        const body = yield* readBody(req, res, limits.maxBodyBytes, expectsContinue)
+        return yield* serve({ method: req.method ?? "GET", path: url.path, query: url.query, headers: lowerCaseHeaders(req.headers), body, client })
+      })
+      let timedOut = false
+      const answered: Effect.Effect<Http.ApiResponse | BodyTooLarge | ClientGone> = (
+        watch
+          ? request
+          : Effect.timeoutTo(request, {
+              duration: timeout,
+              onTimeout: () => {
+                timedOut = true
+                return statusResponse(Status.timeout(`request did not complete within ${Duration.format(timeout)}`, 1), { "retry-after": "1" })
+              },
+              onSuccess: (r) => r
+            })
+      ).pipe(Effect.catchAll((e) => Effect.succeed(e)))
+      const program = Effect.flatMap(answered, (r) => {
+        if (r instanceof BodyTooLarge) return Effect.sync(() => tooLarge(req, res, expectsContinue && r.declared))
+        if (r instanceof ClientGone) return Effect.void
+        // A timed-out request may still owe part of its body: do not reuse its connection.
+        return respond(res, r, timedOut)
+      }).pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.sync(() => {
+            if (res.headersSent) res.destroy()
+            else sendJson(res, statusResponse(Status.internalError(String(Cause.squash(cause)))))
+          })
+        )
+      )
+
+      const fiber = runFork(program)
+      const set = watch ? watches : requests
+      set.add(fiber)
+      fiber.addObserver(() => set.delete(fiber))
+      // A client that goes away interrupts its request (and so its watch's store subscription).
+      res.once("close", () => {
+        if (!res.writableFinished) runFork(Fiber.interrupt(fiber))
+      })
+    }
+
+    const server: Server = createServer({ cert: options.tls.cert, key: options.tls.key })
+    server.on("request", (req, res) => onRequest(req, res, false))
+    server.on("checkContinue", (req, res) => onRequest(req, res, true))
+    server.on("clientError", (_err, socket) => {
+      if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n")
+      else socket.destroy()
+    })
+
+    const address = yield* Effect.async<AddressInfo, ListenError>((resume) => {
+      const onError = (e: Error) => resume(Effect.fail(new ListenError({ message: `cannot listen on ${options.host}:${options.port}: ${e.message}` })))
+      server.once("error", onError)
+      server.listen(options.port, options.host, () => {
+        server.off("error", onError)
+        resume(Effect.succeed(server.address() as AddressInfo))
+      })
+    })
+
+    const awaitAll = (fibers: Set<Fiber.RuntimeFiber<void>>, within: Duration.DurationInput) =>
+      Fiber.awaitAll([...fibers]).pipe(
+        Effect.timeout(within),
+        Effect.catchAll(() => Fiber.interruptAll([...fibers]))
+      )
+
+    const finished = yield* Deferred.make<void>()
+    const shutdown = Effect.suspend(() => {
+      if (draining) return Deferred.await(finished)
+      draining = true
+      return Effect.gen(function* () {
+        let closed = false
+        const allClosed = yield* Deferred.make<void>()
+        // Stop accepting; the callback runs once every connection is gone.
+        server.close(() => {
+          closed = true
+          Deferred.unsafeDone(allClosed, Exit.void)
+        })
+        server.closeIdleConnections()
+        yield* Deferred.succeed(stopping, undefined)
+        yield* awaitAll(watches, "5 seconds")
+        yield* awaitAll(requests, limits.shutdownGrace)
+        // Responses sent while draining carry `connection: close`; a connection that served a
+        // watch goes idle when the watch ends. Close idle ones as they appear, for a moment,
+        // then cut whatever is left (a client that sent headers and nothing else).
+        const deadline = Date.now() + 1000
+        while (!closed && Date.now() < deadline) {
+          server.closeIdleConnections()
+          yield* Effect.sleep("20 millis")
+        }
+        server.closeAllConnections()
+        yield* Deferred.await(allClosed)
+      }).pipe(Effect.ensuring(Deferred.succeed(finished, undefined)))
+    })
+    yield* Effect.addFinalizer(() => shutdown)
+
+    return {
+      address: { host: address.address, port: address.port },
+      serve: (h) => {
+        handle = h
+      },
+      draining: () => draining,
+      shutdown,
+      inFlight: () => ({ requests: requests.size, watches: watches.size })
+    }
+  })

@@ -1,0 +1,229 @@
+/**
+ * The `server` role: a member cluster's API server over HTTPS (DESIGN §1, §5). It reads its flags,
+ * prepares the data dir (TLS material, bootstrap credentials), opens the store, serves core's API
+ * handler, and on SIGTERM/SIGINT drains and exits 0.
+ *
+ *   flags ─▶ data dir ─▶ Tls.ensure ─▶ Bootstrap.load ─▶ store ─▶ HttpServer ─▶ ApiServer
+ *         ─▶ Bootstrap.publish (kubeconfig) ─▶ "listening" line ─▶ wait for a signal ─▶ drain
+ */
+import { ApiServer, Authn } from "@koder/fleet-core"
+import { PgStore } from "@koder/fleet-store-pg"
+import { SqliteStore } from "@koder/fleet-store-sqlite"
+import { Cause, Duration, Effect, Either, Exit, Option, Scope } from "effect"
+import { homedir } from "node:os"
+import { join, resolve } from "node:path"
+import { parseArgs } from "node:util"
+import * as Bootstrap from "./Bootstrap.js"
+import { ConfigError, describe, type DaemonError } from "./DaemonError.js"
+import * as HttpServer from "./HttpServer.js"
+import { ensureDir } from "./internal/files.js"
+import * as Tls from "./Tls.js"
+
+/** Everything the server role is configured with. */
+export interface Config {
+  readonly dataDir: string
+  readonly store: { readonly _tag: "sqlite"; readonly filename: string } | { readonly _tag: "postgres"; readonly url: string; readonly schema: string | undefined }
+  readonly listen: { readonly host: string; readonly port: number }
+  readonly region: string
+  readonly tls: { readonly sans: ReadonlyArray<string>; readonly cert: string | undefined; readonly key: string | undefined; readonly ca: string | undefined }
+  readonly limits: Pick<HttpServer.Limits, "maxInFlight" | "maxWatches" | "requestTimeout">
+}
+
+/** `koder-fleet server --help`. */
+export const usage = `usage: koder-fleet server [flags]
+
+  --data-dir DIR               state, TLS material, kubeconfig (default ~/.koder-fleet, env FLEET_DATA_DIR)
+  --store sqlite|postgres      where objects live (default sqlite, in DIR/state.db)
+  --pg-url URL                 PostgreSQL URL for --store postgres (env FLEET_PG_URL)
+  --pg-schema NAME             PostgreSQL schema (default fleet)
+  --listen HOST:PORT           HTTPS address (default 0.0.0.0:9300; port 0 picks a free one)
+  --region NAME                region label of new objects (default local)
+  --tls-san NAME               extra subject alternative name, IP or DNS (repeatable, comma-separated)
+  --tls-cert FILE              serve this certificate (PEM) instead of a generated one; needs --tls-key
+  --tls-key FILE               the key of --tls-cert (PEM)
+  --tls-ca FILE                the CA of --tls-cert, written into the kubeconfig
+  --max-requests-inflight N    concurrent non-watch requests per client (default 100)
+  --max-watches-inflight N     concurrent watches per client (default 1000)
+  --request-timeout DURATION   time limit of a non-watch request, e.g. 60s, 500ms, 2m (default 60s)`
+
+const fail = (message: string) => Either.left(new ConfigError({ message }))
+
+/** `HOST:PORT`, `[V6]:PORT`, `:PORT` or `PORT`. */
+export const parseListen = (text: string): Either.Either<Config["listen"], ConfigError> => {
+  const m = /^(?:\[([^\]]+)\]|([^:[\]]*)):(\d+)$/.exec(text) ?? /^()()(\d+)$/.exec(text)
+  const port = Number(m?.[3])
+  if (m === null || !Number.isInteger(port) || port < 0 || port > 65535) return fail(`--listen ${JSON.stringify(text)}: expected HOST:PORT`)
+  const host = m[1] ?? m[2] ?? ""
+  return Either.right({ host: host === "" ? "0.0.0.0" : host, port })
+}
+
+/** `60s`, `500ms`, `2m`, `1h`, or plain seconds. */
+export const parseDuration = (flag: string, text: string): Either.Either<Duration.Duration, ConfigError> => {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim())
+  if (m === null) return fail(`${flag} ${JSON.stringify(text)}: expected a duration such as 60s, 500ms or 2m`)
+  const n = Number(m[1])
+  const millis = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? "s") as "ms" | "s" | "m" | "h"]
+  return Either.right(Duration.millis(n * millis))
+}
+
+const parseCount = (flag: string, text: string | undefined, fallback: number): Either.Either<number, ConfigError> => {
+  if (text === undefined) return Either.right(fallback)
+  const n = Number(text)
+  return Number.isInteger(n) && n > 0 ? Either.right(n) : fail(`${flag} ${JSON.stringify(text)}: expected a positive integer`)
+}
+
+/** Parse the server's flags (after the role), with `env` for the defaults that have variables. */
+export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<string, string | undefined>> = process.env): Either.Either<Config, ConfigError> =>
+  Either.gen(function* () {
+    const parsed = yield* Either.try({
+      try: () =>
+        parseArgs({
+          args: [...args],
+          strict: true,
+          allowPositionals: false,
+          options: {
+            "data-dir": { type: "string" },
+            store: { type: "string" },
+            "pg-url": { type: "string" },
+            "pg-schema": { type: "string" },
+            listen: { type: "string" },
+            region: { type: "string" },
+            "tls-san": { type: "string", multiple: true },
+            "tls-cert": { type: "string" },
+            "tls-key": { type: "string" },
+            "tls-ca": { type: "string" },
+            "max-requests-inflight": { type: "string" },
+            "max-watches-inflight": { type: "string" },
+            "request-timeout": { type: "string" }
+          }
+        }).values,
+      catch: (e) => new ConfigError({ message: describe(e) })
+    })
+    const dataDir = resolve(parsed["data-dir"] ?? env["FLEET_DATA_DIR"] ?? join(homedir(), ".koder-fleet"))
+    const kind = parsed.store ?? "sqlite"
+    let store: Config["store"]
+    if (kind === "sqlite") store = { _tag: "sqlite", filename: join(dataDir, "state.db") }
+    else if (kind === "postgres") {
+      const url = parsed["pg-url"] ?? env["FLEET_PG_URL"]
+      if (url === undefined) return yield* fail("--store postgres needs --pg-url (or FLEET_PG_URL)")
+      store = { _tag: "postgres", url, schema: parsed["pg-schema"] }
+    } else return yield* fail(`--store ${JSON.stringify(kind)}: expected sqlite or postgres`)
+    if ((parsed["tls-cert"] === undefined) !== (parsed["tls-key"] === undefined)) return yield* fail("--tls-cert and --tls-key go together")
+    const region = parsed.region ?? "local"
+    if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(region)) return yield* fail(`--region ${JSON.stringify(region)}: expected a label value (lower-case letters, digits, '-', '.')`)
+    return {
+      dataDir,
+      store,
+      listen: yield* parseListen(parsed.listen ?? "0.0.0.0:9300"),
+      region,
+      tls: {
+        sans: (parsed["tls-san"] ?? []).flatMap((s) => s.split(",")).map((s) => s.trim()).filter((s) => s !== ""),
+        cert: parsed["tls-cert"],
+        key: parsed["tls-key"],
+        ca: parsed["tls-ca"]
+      },
+      limits: {
+        maxInFlight: yield* parseCount("--max-requests-inflight", parsed["max-requests-inflight"], HttpServer.defaults.maxInFlight),
+        maxWatches: yield* parseCount("--max-watches-inflight", parsed["max-watches-inflight"], HttpServer.defaults.maxWatches),
+        requestTimeout: parsed["request-timeout"] === undefined ? HttpServer.defaults.requestTimeout : yield* parseDuration("--request-timeout", parsed["request-timeout"])
+      }
+    }
+  })
+
+const urlHost = (host: string) => (host.includes(":") ? `[${host}]` : host)
+
+/** The host clients should dial: the loopback address when listening on every interface. */
+export const advertisedHost = (bound: string): string => (bound === "0.0.0.0" ? "127.0.0.1" : bound === "::" ? "::1" : bound)
+
+const openStore = (config: Config["store"]) =>
+  config._tag === "sqlite"
+    ? SqliteStore.make({ filename: config.filename })
+    : PgStore.make(config.schema === undefined ? { url: config.url } : { url: config.url, schema: config.schema })
+
+/** Resolves on the first SIGTERM or SIGINT; a second one exits at once. */
+const signal: Effect.Effect<NodeJS.Signals> = Effect.async((resume) => {
+  const on = (s: NodeJS.Signals) => {
+    process.off("SIGTERM", on)
+    process.off("SIGINT", on)
+    const force = () => {
+      console.error("koder-fleet server: second signal, exiting without draining")
+      process.exit(1)
+    }
+    process.once("SIGTERM", force)
+    process.once("SIGINT", force)
+    resume(Effect.succeed(s))
+  }
+  process.once("SIGTERM", on)
+  process.once("SIGINT", on)
+  return Effect.sync(() => {
+    process.off("SIGTERM", on)
+    process.off("SIGINT", on)
+  })
+})
+
+/** Run the server until `stop` completes (default: a signal), then drain and close. */
+export const run = (config: Config, stop: Effect.Effect<unknown> = signal): Effect.Effect<void, DaemonError | { readonly message: string }> =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      yield* Effect.tryPromise({
+        try: () => ensureDir(config.dataDir),
+        catch: (e) => new ConfigError({ message: `cannot create the data dir ${config.dataDir}: ${describe(e)}` })
+      })
+      const tls = yield* Tls.ensure({
+        dataDir: config.dataDir,
+        extraSans: config.tls.sans,
+        ...(config.tls.cert === undefined ? {} : { certFile: config.tls.cert }),
+        ...(config.tls.key === undefined ? {} : { keyFile: config.tls.key }),
+        ...(config.tls.ca === undefined ? {} : { caFile: config.tls.ca })
+      })
+      const credentials = yield* Bootstrap.load(config.dataDir)
+      const store = yield* openStore(config.store)
+
+      // Close order (reverse of acquisition): HTTP drains first, then the API's watch caches,
+      // then the store. The API server needs the bound address, so its scope is made up front.
+      const apiScope = yield* Scope.make()
+      yield* Effect.addFinalizer(() => Scope.close(apiScope, Exit.void))
+      const http = yield* HttpServer.make({ host: config.listen.host, port: config.listen.port, tls, ...config.limits })
+      const host = advertisedHost(http.address.host)
+      const address = `${urlHost(host)}:${http.address.port}`
+      const api = yield* ApiServer.make({
+        store,
+        authenticate: Authn.chain([Authn.staticToken(credentials.hash, Authn.bootstrapAdmin)]),
+        region: config.region,
+        address,
+        ready: () => !http.draining()
+      }).pipe(Scope.extend(apiScope))
+      http.serve(api.handle)
+
+      const published = yield* Bootstrap.publish(config.dataDir, credentials, { server: `https://${address}`, caPem: tls.ca })
+      if (published.newToken !== undefined) {
+        console.log(`koder-fleet server: bootstrap admin token (shown only this once; it is in ${published.kubeconfig}): ${published.newToken}`)
+      }
+      if (published.warning !== undefined) console.error(`koder-fleet server: ${published.warning}`)
+      console.log(`koder-fleet server listening on https://${urlHost(http.address.host)}:${http.address.port} (kubeconfig: ${published.kubeconfig})`)
+
+      const why = yield* stop
+      console.error(`koder-fleet server: ${typeof why === "string" ? why : "stopping"}, draining`)
+      yield* http.shutdown
+    })
+  )
+
+/** The `server` role's entry: parse flags, run, answer the exit code. */
+export const main = async (args: ReadonlyArray<string>): Promise<number> => {
+  if (args.includes("--help") || args.includes("-h")) {
+    console.log(usage)
+    return 0
+  }
+  const config = parseFlags(args)
+  if (Either.isLeft(config)) {
+    console.error(`koder-fleet server: ${config.left.message}\n\n${usage}`)
+    return 2
+  }
+  const exit = await Effect.runPromiseExit(run(config.right))
+  if (Exit.isSuccess(exit)) return 0
+  const failure = Cause.failureOption(exit.cause).pipe(
+    Option.match({ onNone: () => Cause.pretty(exit.cause), onSome: (e) => e.message })
+  )
+  console.error(`koder-fleet server: ${failure}`)
+  return 1
+}
