@@ -45,6 +45,8 @@ export interface ListOptions {
   readonly limit?: number
   readonly continue?: string
   readonly resourceVersion?: string
+  /** For watches: ask the server to end each connection after this long (the client reconnects). */
+  readonly timeoutSeconds?: number
 }
 
 /** The patch flavours the API accepts. */
@@ -76,6 +78,7 @@ const query = (options: ListOptions & { readonly watch?: boolean; readonly allow
   if (options.continue) q.set("continue", options.continue)
   if (options.resourceVersion !== undefined) q.set("resourceVersion", options.resourceVersion)
   if (options.watch) q.set("watch", "true")
+  if (options.watch && options.timeoutSeconds) q.set("timeoutSeconds", String(options.timeoutSeconds))
   if (options.allowWatchBookmarks) q.set("allowWatchBookmarks", "true")
   const s = q.toString()
   return s === "" ? "" : `?${s}`
