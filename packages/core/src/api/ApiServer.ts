@@ -9,7 +9,9 @@ import { Duration, Effect, Either, ExecutionStrategy, Exit, Scope } from "effect
 import * as Status from "../model/Status.js"
 import * as Keys from "../store/Keys.js"
 import { Store as StoreTag, type StoreService } from "../store/Store.js"
+import type * as Admission from "./Admission.js"
 import * as ApiError from "./ApiError.js"
+import * as Authz from "./Authz.js"
 import * as Crd from "./Crd.js"
 import * as Discovery from "./Discovery.js"
 import { json, type ApiRequest, type ApiResponse, type UserInfo } from "./Http.js"
@@ -20,6 +22,7 @@ import * as Query from "./Query.js"
 import * as Registry from "./Registry.js"
 import * as Rest from "./Rest.js"
 import * as Router from "./Router.js"
+import * as Transformer from "./Transformer.js"
 import * as WatchCache from "./WatchCache.js"
 
 /** How to build a server. */
@@ -39,7 +42,33 @@ export interface Options {
   readonly ready?: () => boolean
   /** What `/version` reports about this build. */
   readonly buildInfo?: Discovery.BuildInfo
+  /** Decides whether an authenticated request may proceed (default: allow; RBAC in [4/10]). */
+  readonly authorize?: Authz.Authorizer
+  /** Admission plugins, in order. */
+  readonly admission?: ReadonlyArray<Admission.Plugin>
+  /** Encoding of stored values (encryption at rest); default: as they are. */
+  readonly transformer?: Transformer.Transformer
+  /** Receives one record per mutating request, after it is answered. */
+  readonly audit?: (record: AuditRecord) => void
 }
+
+/** What the audit log records of one mutating request (never a body). */
+export interface AuditRecord {
+  readonly time: string
+  readonly user: string
+  readonly groups: ReadonlyArray<string>
+  readonly verb: string
+  readonly apiGroup: string
+  readonly resource: string
+  readonly subresource: string
+  readonly namespace: string
+  readonly name: string
+  readonly code: number
+  readonly latencyMs: number
+  readonly client: string
+}
+
+const mutatingVerbs = new Set(["create", "update", "patch", "delete", "deletecollection"])
 
 /** A running API server. */
 export interface ApiServer {
@@ -56,6 +85,8 @@ const notFoundPath = () => ApiError.of({ ...Status.notFound("", ""), message: "t
 export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Scope> =>
   Effect.gen(function* () {
     const registry = options.registry ?? Registry.make()
+    const transformer = options.transformer ?? Transformer.identity
+    const authorize = options.authorize ?? Authz.allowAll
     const scope = yield* Effect.scope
     const caches = new Map<string, { cache: Effect.Effect<WatchCache.WatchCache, ApiError.ApiError>; scope: Scope.CloseableScope }>()
     const cacheKey = (r: Registry.Resource) => `${r.group}/${r.plural}`
@@ -79,7 +110,7 @@ export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Sc
           const child = yield* Scope.fork(scope, ExecutionStrategy.sequential)
           const made = WatchCache.make({
             prefix: Keys.prefix(r.group, r.plural),
-            decode: (_key, value, revision) => Objects.fromStored({ value, modRevision: revision }),
+            decode: (_key, value, revision) => Objects.fromStored({ value: transformer.fromStore(r, value), modRevision: revision }),
             fields: (o) => FieldSelector.fieldsOf(r, o),
             kind: r.kind,
             apiVersion: r.apiVersion,
@@ -101,7 +132,9 @@ export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Sc
       region: options.region ?? "local",
       cache: cacheFor,
       waitForRevision: Duration.decode(options.waitForRevision ?? "3 seconds"),
-      random: Math.random
+      random: Math.random,
+      admission: options.admission ?? [],
+      transformer
     }
 
     const resource = (route: Router.ResourceRoute, request: ApiRequest): Effect.Effect<ApiResponse, ApiError.ApiError> =>
@@ -198,9 +231,14 @@ export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Sc
         const ok = route.check !== "readyz" || (options.ready?.() ?? true)
         return Effect.succeed({ _tag: "Json", status: ok ? 200 : 503, headers: { "content-type": "text/plain" }, body: ok ? "ok" : "not ready" })
       }
+      let attributes: Authz.Attributes | undefined
+      const started = Date.now()
       return Effect.gen(function* () {
         const user = yield* options.authenticate(raw.headers)
         const request: ApiRequest = { ...raw, user }
+        attributes = Authz.attributes(route, request)
+        const decision = yield* authorize(attributes)
+        if (!decision.allowed) return yield* Effect.fail(Authz.forbidden(attributes, decision.reason))
         if (route._tag === "Resource") return yield* resource(route, request)
         if (route._tag === "Unknown") return yield* Effect.fail(notFoundPath())
         return yield* discovery(route, request)
@@ -208,6 +246,26 @@ export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Sc
         Effect.catchAll((e) => Effect.succeed(json(e.status.code ?? 500, e.status, e.headers ?? {}))),
         Effect.catchAllDefect((defect) =>
           Effect.succeed(json(500, Status.internalError(defect instanceof Error ? defect.message : String(defect))))
+        ),
+        Effect.tap((response) =>
+          Effect.sync(() => {
+            const a = attributes
+            if (options.audit === undefined || a === undefined || !mutatingVerbs.has(a.verb)) return
+            options.audit({
+              time: new Date(started).toISOString(),
+              user: a.user.name,
+              groups: a.user.groups,
+              verb: a.verb,
+              apiGroup: a.apiGroup,
+              resource: a.resource,
+              subresource: a.subresource,
+              namespace: a.namespace,
+              name: a.name,
+              code: response.status,
+              latencyMs: Date.now() - started,
+              client: raw.client
+            })
+          })
         )
       )
     }

@@ -11,8 +11,9 @@ import * as LabelSelector from "../model/LabelSelector.js"
 import * as Status from "../model/Status.js"
 import * as ContinueToken from "../store/ContinueToken.js"
 import * as Keys from "../store/Keys.js"
-import type { KeyValue, StoreService } from "../store/Store.js"
+import type { KeyValue, StoreService, TxnOp, TxnResult } from "../store/Store.js"
 import type { StoreError } from "../store/StoreError.js"
+import * as Admission from "./Admission.js"
 import * as ApiError from "./ApiError.js"
 import * as Body from "./Body.js"
 import * as FieldSelector from "./FieldSelector.js"
@@ -23,6 +24,7 @@ import * as Query from "./Query.js"
 import type { JsonObject, Registry, Resource } from "./Registry.js"
 import type { ResourceRoute } from "./Router.js"
 import * as Table from "./Table.js"
+import type { Transformer } from "./Transformer.js"
 import * as WatchCache from "./WatchCache.js"
 
 /** What the verbs need. */
@@ -37,6 +39,10 @@ export interface Context {
   readonly waitForRevision: Duration.Duration
   /** Randomness for generateName (injectable for tests). */
   readonly random: () => number
+  /** Admission plugins, in order (mutating ones run before validating ones). */
+  readonly admission: ReadonlyArray<Admission.Plugin>
+  /** Encoding of stored values (encryption at rest). */
+  readonly transformer: Transformer
 }
 
 type Req = { readonly ctx: Context; readonly resource: Resource; readonly route: ResourceRoute; readonly request: ApiRequest }
@@ -58,12 +64,59 @@ const warningHeader = (warnings: ReadonlyArray<string>): Record<string, string> 
 const respond = (_q: Req, status: number, object: JsonObject, headers: Record<string, string> = {}): ApiResponse =>
   json(status, object, headers)
 
+/** A stored value as the API serves it (decoded by the transformer, resourceVersion filled in). */
+const read = (q: Req, kv: Pick<KeyValue, "value" | "modRevision">): JsonObject =>
+  Objects.fromStored({ value: q.ctx.transformer.fromStore(q.resource, kv.value), modRevision: kv.modRevision })
+
+/** An object as the store keeps it (size-checked, then encoded by the transformer). */
+const write = (q: Req, o: JsonObject) =>
+  Effect.map(fromEither(Objects.toStored(o)), (text) => q.ctx.transformer.toStore(q.resource, text))
+
 /** Read the current object (404 when absent). */
 const current = (q: Req, name: string) =>
   q.ctx.store.get(keyOf(q.resource, q.route.namespace, name)).pipe(
     Effect.mapError(storeError(q.resource, name)),
-    Effect.map((kv) => ({ kv, object: Objects.fromStored(kv) }))
+    Effect.map((kv) => ({ kv, object: read(q, kv) }))
   )
+
+/** The admission request of a write. */
+const admissionRequest = (q: Req, operation: Admission.Operation, object: JsonObject, oldObject: JsonObject | undefined, dryRun: boolean): Admission.Request => ({
+  operation,
+  user: q.request.user,
+  resource: q.resource,
+  subresource: q.route.subresource ?? "",
+  namespace: q.resource.namespaced ? (q.route.namespace ?? String(Objects.meta(object)["namespace"] ?? "")) : "",
+  name: String(Objects.meta(object)["name"] ?? ""),
+  object,
+  oldObject,
+  dryRun
+})
+
+/**
+ * Commit a write together with the operations validating admission contributed; when one of
+ * those (not the object itself) lost a compare-and-swap, admission runs again on fresh state.
+ */
+const commitAdmitted = <A>(
+  q: Req,
+  request: Admission.Request,
+  key: string,
+  main: TxnOp,
+  after: (results: ReadonlyArray<TxnResult>) => A
+): Effect.Effect<A, ApiError.ApiError> =>
+  Effect.gen(function* () {
+    for (let attempt = 0; ; attempt++) {
+      const extra = yield* Admission.validate(q.ctx.admission, request)
+      if (request.dryRun) return after([])
+      const result = yield* Effect.either(q.ctx.store.txn([main, ...extra]))
+      if (Either.isRight(result)) return after(result.right)
+      const e = result.left
+      if ((e._tag === "Conflict" || e._tag === "AlreadyExists" || e._tag === "NotFound") && e.key !== key && attempt < 20) {
+        yield* Effect.sleep(`${Math.floor(q.ctx.random() * 5 * (attempt + 1))} millis`)
+        continue
+      }
+      return yield* Effect.fail(storeError(q.resource, request.name)(e))
+    }
+  })
 
 /** Decode a body for a write, honouring fieldValidation (Strict → 400, Warn → Warning headers). */
 const decodeBody = (q: Req, input: JsonObject, validation: Query.FieldValidation, name: string) =>
@@ -207,7 +260,7 @@ const listFromStore = (q: Req, filter: WatchCache.Filter, options: Query.ListOpt
       for (const kv of page.items) {
         if (limit > 0 && items.length >= limit) break
         lastKey = kv.key
-        const o = Objects.fromStored(kv)
+        const o = read(q, kv)
         if (matches(o)) items.push(o)
       }
       const consumedAll = lastKey === page.items[page.items.length - 1]?.key
@@ -282,11 +335,15 @@ export const create = (q: Req) =>
     const prepared = yield* fromEither(
       Objects.prepareCreate(r, decoded, { namespace: q.route.namespace, now, uid: crypto.randomUUID(), region: q.ctx.region, random: q.ctx.random })
     )
-    const finalName = String(Objects.meta(prepared)["name"])
-    const stored = yield* fromEither(Objects.toStored(prepared))
-    if (options.dryRun) return respond(q, 201, prepared, warningHeader(warnings))
-    const kv = yield* q.ctx.store.create(keyOf(r, q.route.namespace, finalName), stored).pipe(Effect.mapError(storeError(r, finalName)))
-    return respond(q, 201, Objects.fromStored(kv), warningHeader(warnings))
+    const admitted = yield* Admission.mutate(q.ctx.admission, admissionRequest(q, "CREATE", prepared, undefined, options.dryRun))
+    const invalid = r.strategy.validate(admitted)
+    const finalName = String(Objects.meta(admitted)["name"])
+    if (invalid.length > 0) return yield* Effect.fail(ApiError.of(Status.invalid({ group: r.group, kind: r.kind }, finalName, invalid)))
+    const stored = yield* write(q, admitted)
+    const key = keyOf(r, q.route.namespace, finalName)
+    return yield* commitAdmitted(q, admissionRequest(q, "CREATE", admitted, undefined, options.dryRun), key, { op: "create", key, value: stored }, (results) =>
+      respond(q, 201, results.length === 0 ? admitted : read(q, results[0]!.kv!), warningHeader(warnings))
+    )
   })
 
 /** Write `next` over `kv` (CAS on its revision), deleting instead when finalization is complete. */
@@ -299,10 +356,14 @@ const commitUpdate = (q: Req, name: string, kv: KeyValue, old: JsonObject, next:
       if (!dryRun) yield* q.ctx.store.delete(key, kv.modRevision).pipe(Effect.mapError(storeError(r, name)))
       return next
     }
-    const stored = yield* fromEither(Objects.toStored(next))
-    if (dryRun) return next
-    const written = yield* q.ctx.store.update(key, stored, kv.modRevision).pipe(Effect.mapError(storeError(r, name)))
-    return Objects.fromStored(written)
+    const admitted = yield* Admission.mutate(q.ctx.admission, admissionRequest(q, "UPDATE", next, old, dryRun))
+    const invalid = [...r.strategy.validate(admitted), ...r.strategy.validateUpdate(admitted, old)]
+    if (invalid.length > 0) return yield* Effect.fail(ApiError.of(Status.invalid({ group: r.group, kind: r.kind }, name, invalid)))
+    if (Objects.sameObject(admitted, old)) return old
+    const stored = yield* write(q, admitted)
+    return yield* commitAdmitted(q, admissionRequest(q, "UPDATE", admitted, old, dryRun), key, { op: "update", key, value: stored, expectedRevision: kv.modRevision }, (results) =>
+      results.length === 0 ? admitted : read(q, results[0]!.kv!)
+    )
   })
 
 /** The revision an update must match: the body's resourceVersion, or (unconditional) the current one. */
@@ -463,12 +524,13 @@ const deleteOne = (q: Req, name: string, options: Query.DeleteOptions) =>
       })
       if (namespaceFinalizers.length > 0) next = { ...next, status: { ...((old["status"] ?? {}) as object), phase: "Terminating" } }
       if (Objects.meta(next)["finalizers"] === undefined) delete (Objects.meta(next) as Record<string, unknown>)["finalizers"]
-      const stored = yield* fromEither(Objects.toStored(next))
+      yield* Admission.validate(q.ctx.admission, admissionRequest(q, "DELETE", old, old, options.dryRun))
+      const stored = yield* write(q, next)
       if (options.dryRun) return json(200, next)
       const written = yield* q.ctx.store.update(kv.key, stored, kv.modRevision).pipe(Effect.mapError(storeError(r, name)))
-      return json(200, Objects.fromStored(written))
+      return json(200, read(q, written))
     }
-    if (!options.dryRun) yield* q.ctx.store.delete(kv.key, kv.modRevision).pipe(Effect.mapError(storeError(r, name)))
+    yield* commitAdmitted(q, admissionRequest(q, "DELETE", old, old, options.dryRun), kv.key, { op: "delete", key: kv.key, expectedRevision: kv.modRevision }, () => undefined)
     if (r.strategy.deleteReturnsObject) return json(200, old)
     return json(
       200,
