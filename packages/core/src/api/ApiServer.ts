@@ -50,6 +50,20 @@ export interface Options {
   readonly transformer?: Transformer.Transformer
   /** Receives one record per mutating request, after it is answered. */
   readonly audit?: (record: AuditRecord) => void
+  /** Extra subresources of existing resources (`serviceaccounts/token`, `pods/eviction`, …). */
+  readonly subresources?: ReadonlyArray<SubresourceHandler>
+}
+
+/** A subresource served by its own handler, after authentication and authorization. */
+export interface SubresourceHandler {
+  readonly group: string
+  readonly plural: string
+  readonly subresource: string
+  readonly handle: (
+    request: ApiRequest,
+    route: Router.ResourceRoute,
+    context: { readonly store: StoreService; readonly registry: Registry.Registry; readonly resource: Registry.Resource }
+  ) => Effect.Effect<ApiResponse, ApiError.ApiError>
 }
 
 /** What the audit log records of one mutating request (never a body). */
@@ -86,6 +100,7 @@ export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Sc
   Effect.gen(function* () {
     const registry = options.registry ?? Registry.make()
     const transformer = options.transformer ?? Transformer.identity
+    const extensions = new Map((options.subresources ?? []).map((x) => [`${x.group}/${x.plural}/${x.subresource}`, x]))
     const authorize = options.authorize ?? Authz.allowAll
     const scope = yield* Effect.scope
     const caches = new Map<string, { cache: Effect.Effect<WatchCache.WatchCache, ApiError.ApiError>; scope: Scope.CloseableScope }>()
@@ -147,6 +162,13 @@ export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Sc
         }
         if (r === undefined) return yield* Effect.fail(notFoundPath())
         if (route.namespace !== undefined && !r.namespaced) return yield* Effect.fail(notFoundPath())
+        // Virtual resources (reviews, computed lists) answer every request themselves.
+        if (r.handle !== undefined) return yield* r.handle(request, route)
+        const extra = route.subresource === undefined ? undefined : extensions.get(`${r.group}/${r.plural}/${route.subresource}`)
+        if (extra !== undefined) {
+          if (route.name === undefined) return yield* Effect.fail(notFoundPath())
+          return yield* extra.handle(request, route, { store: options.store, registry, resource: r })
+        }
         if (route.subresource !== undefined) {
           const ok = (route.subresource === "status" && r.subresources.status) || (route.subresource === "scale" && r.subresources.scale !== undefined)
           if (!ok || route.name === undefined) return yield* Effect.fail(notFoundPath())

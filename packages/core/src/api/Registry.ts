@@ -4,7 +4,10 @@
  * update rules). Built-in kinds come from `model/Kinds`; CustomResourceDefinitions add and remove
  * entries at run time, so routing and discovery always read the registry, never a fixed table.
  */
-import { Either, type Schema } from "effect"
+import { type Effect, Either, type Schema } from "effect"
+import type { ApiError } from "./ApiError.js"
+import type { ApiRequest, ApiResponse } from "./Http.js"
+import type { ResourceRoute } from "./Router.js"
 import { decodeObject } from "../model/Decode.js"
 import type * as FieldError from "../model/FieldError.js"
 import * as Kinds from "../model/Kinds.js"
@@ -67,6 +70,11 @@ export interface Resource {
   readonly printerColumns: ReadonlyArray<PrinterColumn>
   /** Set for resources defined by a CustomResourceDefinition (its name). */
   readonly crd: string | undefined
+  /**
+   * Set for virtual resources (SelfSubjectAccessReview, computed lists): the handler answers every
+   * request on the resource itself, after authentication and authorization; nothing is stored.
+   */
+  readonly handle?: (request: ApiRequest, route: ResourceRoute) => Effect.Effect<ApiResponse, ApiError>
 }
 
 /** The verbs every resource supports (and `watch`), as discovery lists them. */
