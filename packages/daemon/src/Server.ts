@@ -6,7 +6,7 @@
  *   flags ─▶ data dir ─▶ Tls.ensure ─▶ Bootstrap.load ─▶ store ─▶ HttpServer ─▶ ApiServer
  *         ─▶ Bootstrap.publish (kubeconfig) ─▶ "listening" line ─▶ wait for a signal ─▶ drain
  */
-import { ApiServer, Authn } from "@koder/fleet-core"
+import { ApiServer, Registry } from "@koder/fleet-core"
 import { PgStore } from "@koder/fleet-store-pg"
 import { SqliteStore } from "@koder/fleet-store-sqlite"
 import { Cause, Duration, Effect, Either, Exit, Option, Scope } from "effect"
@@ -17,6 +17,8 @@ import * as Bootstrap from "./Bootstrap.js"
 import { ConfigError, describe, type DaemonError } from "./DaemonError.js"
 import * as HttpServer from "./HttpServer.js"
 import { ensureDir } from "./internal/files.js"
+import * as SecurityFlags from "./security/Flags.js"
+import * as Security from "./security/Security.js"
 import * as Tls from "./Tls.js"
 
 /** Everything the server role is configured with. */
@@ -27,6 +29,8 @@ export interface Config {
   readonly region: string
   readonly tls: { readonly sans: ReadonlyArray<string>; readonly cert: string | undefined; readonly key: string | undefined; readonly ca: string | undefined }
   readonly limits: Pick<HttpServer.Limits, "maxInFlight" | "maxWatches" | "requestTimeout">
+  /** Flags of the security components, passed through (see security/Context.ts). */
+  readonly security: Readonly<Record<string, string | ReadonlyArray<string> | boolean | undefined>>
 }
 
 /** `koder-fleet server --help`. */
@@ -44,7 +48,7 @@ export const usage = `usage: koder-fleet server [flags]
   --tls-ca FILE                the CA of --tls-cert, written into the kubeconfig
   --max-requests-inflight N    concurrent non-watch requests per client (default 100)
   --max-watches-inflight N     concurrent watches per client (default 1000)
-  --request-timeout DURATION   time limit of a non-watch request, e.g. 60s, 500ms, 2m (default 60s)`
+  --request-timeout DURATION   time limit of a non-watch request, e.g. 60s, 500ms, 2m (default 60s)${SecurityFlags.usage}`
 
 const fail = (message: string) => Either.left(new ConfigError({ message }))
 
@@ -94,7 +98,8 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
             "tls-ca": { type: "string" },
             "max-requests-inflight": { type: "string" },
             "max-watches-inflight": { type: "string" },
-            "request-timeout": { type: "string" }
+            "request-timeout": { type: "string" },
+            ...SecurityFlags.options
           }
         }).values,
       catch: (e) => new ConfigError({ message: describe(e) })
@@ -122,6 +127,7 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
         key: parsed["tls-key"],
         ca: parsed["tls-ca"]
       },
+      security: Object.fromEntries(Object.keys(SecurityFlags.options).map((k) => [k, (parsed as Record<string, string | undefined>)[k]])),
       limits: {
         maxInFlight: yield* parseCount("--max-requests-inflight", parsed["max-requests-inflight"], HttpServer.defaults.maxInFlight),
         maxWatches: yield* parseCount("--max-watches-inflight", parsed["max-watches-inflight"], HttpServer.defaults.maxWatches),
@@ -186,9 +192,24 @@ export const run = (config: Config, stop: Effect.Effect<unknown> = signal): Effe
       const http = yield* HttpServer.make({ host: config.listen.host, port: config.listen.port, tls, ...config.limits })
       const host = advertisedHost(http.address.host)
       const address = `${urlHost(host)}:${http.address.port}`
+      const registry = Registry.make()
+      const security = yield* Security.make({
+        dataDir: config.dataDir,
+        store,
+        registry,
+        bootstrapTokenHash: credentials.hash,
+        address,
+        flags: config.security
+      }).pipe(Scope.extend(apiScope))
       const api = yield* ApiServer.make({
         store,
-        authenticate: Authn.chain([Authn.staticToken(credentials.hash, Authn.bootstrapAdmin)]),
+        registry,
+        authenticate: security.authenticate,
+        authorize: security.authorize,
+        admission: security.admission,
+        transformer: security.transformer,
+        subresources: security.subresources,
+        ...(security.audit === undefined ? {} : { audit: security.audit }),
         region: config.region,
         address,
         ready: () => !http.draining()
@@ -200,6 +221,7 @@ export const run = (config: Config, stop: Effect.Effect<unknown> = signal): Effe
         console.log(`koder-fleet server: bootstrap admin token (shown only this once; it is in ${published.kubeconfig}): ${published.newToken}`)
       }
       if (published.warning !== undefined) console.error(`koder-fleet server: ${published.warning}`)
+      for (const line of security.banner) console.log(`koder-fleet server: ${line}`)
       console.log(`koder-fleet server listening on https://${urlHost(http.address.host)}:${http.address.port} (kubeconfig: ${published.kubeconfig})`)
 
       const why = yield* stop

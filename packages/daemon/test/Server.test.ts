@@ -93,7 +93,7 @@ describe("koder-fleet server", () => {
       const refused = await eventually(async () => {
         const r = await http.send("GET", "/api/v1/namespaces", { token: creds.token })
         return r.status === 429 ? r : undefined
-      }, 10_000, "a 429")
+      }, 30_000, "a 429")
       expect(refused.headers["retry-after"]).toBe("1")
       expect(refused.json()).toMatchObject({ kind: "Status", reason: "TooManyRequests", code: 429 })
       // Another client (no token: its address) and health probes are not affected.
