@@ -127,14 +127,31 @@ class ClientGone {
   readonly _tag = "ClientGone"
 }
 
-/** Read the body, failing fast (without reading on) once it passes `max` bytes. */
+/**
+ * Socket write buffer size. Node pauses a keep-alive socket when a new request arrives while the
+ * last response still waits for 'drain'; on Node 20 a TLS socket can still emit data after that
+ * pause, which the parser rejects ("Parse Error: Paused") and the connection is reset (seen with
+ * 16–64 KiB bodies over one connection). With a buffer larger than the responses we send, no
+ * response leaves the socket waiting for a drain. Node 20's https server ignores the
+ * `highWaterMark` option, so the buffer is set on each connection.
+ */
+const socketHighWaterMark = 8 * 1024 * 1024
+
+const enlargeWriteBuffer = (socket: { _writableState?: { highWaterMark: number } }) => {
+  if (socket._writableState !== undefined) socket._writableState.highWaterMark = socketHighWaterMark
+}
+
+/**
+ * Read the body, failing fast (without reading on) once it passes `max` bytes. Listening starts
+ * at once, inside the 'request' event, so the body flows while the handler's fiber starts.
+ */
 const readBody = (req: IncomingMessage, res: ServerResponse, max: number, expectsContinue: boolean): Effect.Effect<Uint8Array | undefined, BodyTooLarge | ClientGone> => {
   const declared = Number(req.headers["content-length"] ?? "0")
   if (Number.isFinite(declared) && declared > max) return Effect.fail(new BodyTooLarge(true))
   // `Expect: 100-continue`: invite the body only once its declared size is known to be fine.
   if (expectsContinue) res.writeContinue()
   if (req.readableEnded) return Effect.succeed(undefined)
-  return Effect.async<Uint8Array | undefined, BodyTooLarge | ClientGone>((resume) => {
+  const result = new Promise<Uint8Array | undefined | BodyTooLarge | ClientGone>((resolve) => {
     const chunks: Array<Buffer> = []
     let size = 0
     const cleanup = () => {
@@ -148,23 +165,25 @@ const readBody = (req: IncomingMessage, res: ServerResponse, max: number, expect
       if (size > max) {
         cleanup()
         req.pause()
-        resume(Effect.fail(new BodyTooLarge(false)))
+        resolve(new BodyTooLarge(false))
       } else chunks.push(chunk)
     }
     const onEnd = () => {
       cleanup()
-      resume(Effect.succeed(size === 0 ? undefined : new Uint8Array(Buffer.concat(chunks, size))))
+      resolve(size === 0 ? undefined : new Uint8Array(Buffer.concat(chunks, size)))
     }
     const onGone = () => {
       cleanup()
-      resume(Effect.fail(new ClientGone()))
+      resolve(new ClientGone())
     }
     req.on("data", onData)
     req.once("end", onEnd)
     req.once("error", onGone)
     req.once("aborted", onGone)
-    return Effect.sync(cleanup)
   })
+  return Effect.flatMap(Effect.promise(() => result), (r) =>
+    r instanceof BodyTooLarge || r instanceof ClientGone ? Effect.fail(r) : Effect.succeed(r)
+  )
 }
 
 /** Write one chunk, waiting for 'drain' when the socket's buffer is full. */
@@ -238,13 +257,9 @@ export const make = (options: Options): Effect.Effect<HttpServer, ListenError, S
         if (res.destroyed) return
         res.writeHead(response.status, response.headers)
         res.flushHeaders() // a watcher learns at once that its watch is established
-        // On shutdown the stream ends as if the watch were over, so the client sees a clean end:
-        // an idle watch when `stopping` completes, a busy one at its next chunk.
-        const body = response.body.pipe(
-          Stream.interruptWhen(Deferred.await(stopping)),
-          Stream.takeWhile(() => !draining)
-        )
-        yield* Stream.runForEach(body, (chunk) => writeChunk(res, chunk))
+        // On shutdown the stream ends as if the watch were over, so the client sees a clean end.
+        // The race is set up once per watch: per-chunk combinators would fork per chunk.
+        yield* Effect.raceFirst(Stream.runForEach(response.body, (chunk) => writeChunk(res, chunk)), Deferred.await(stopping))
         if (!res.destroyed) res.end()
       })
     }
@@ -266,8 +281,9 @@ export const make = (options: Options): Effect.Effect<HttpServer, ListenError, S
       }
       res.once("close", release)
 
+      const bodyRead = readBody(req, res, limits.maxBodyBytes, expectsContinue)
       const request = Effect.gen(function* () {
-        const body = yield* readBody(req, res, limits.maxBodyBytes, expectsContinue)
+        const body = yield* bodyRead
         return yield* serve({ method: req.method ?? "GET", path: url.path, query: url.query, headers: lowerCaseHeaders(req.headers), body, client })
       })
       let timedOut = false
@@ -310,6 +326,7 @@ export const make = (options: Options): Effect.Effect<HttpServer, ListenError, S
     const server: Server = createServer({ cert: options.tls.cert, key: options.tls.key })
     server.on("request", (req, res) => onRequest(req, res, false))
     server.on("checkContinue", (req, res) => onRequest(req, res, true))
+    server.on("secureConnection", enlargeWriteBuffer)
     server.on("clientError", (_err, socket) => {
       if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n")
       else socket.destroy()

@@ -199,6 +199,8 @@ export const run = (config: Config, stop: Effect.Effect<unknown> = signal): Effe
         registry,
         bootstrapTokenHash: credentials.hash,
         address,
+        region: config.region,
+        caPem: tls.ca,
         flags: config.security
       }).pipe(Scope.extend(apiScope))
       const api = yield* ApiServer.make({

@@ -62,9 +62,10 @@ export interface CreateContext {
 
 /** Type information in a body must agree with the URL's resource. */
 export const checkType = (resource: Resource, o: JsonObject): Either.Either<JsonObject, ApiError.ApiError> => {
-  const apiVersion = o["apiVersion"]
-  const kind = o["kind"]
-  if (kind === undefined || kind === "") return Either.left(ApiError.badRequest(`Object 'Kind' is missing in the request body`))
+  // Like kube-apiserver, a body without type information takes it from the URL (client-node
+  // sends typed objects without apiVersion/kind).
+  const apiVersion = o["apiVersion"] === "" ? undefined : o["apiVersion"]
+  const kind = o["kind"] === undefined || o["kind"] === "" ? resource.kind : o["kind"]
   if (kind !== resource.kind || (apiVersion !== undefined && apiVersion !== resource.apiVersion)) {
     return Either.left(
       ApiError.badRequest(
@@ -72,7 +73,7 @@ export const checkType = (resource: Resource, o: JsonObject): Either.Either<Json
       )
     )
   }
-  return Either.right({ ...o, apiVersion: resource.apiVersion })
+  return Either.right({ ...o, apiVersion: resource.apiVersion, kind: resource.kind })
 }
 
 /** The URL's namespace wins; a different one in the body is a 400, as in Kubernetes. */

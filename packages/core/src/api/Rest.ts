@@ -5,7 +5,7 @@
  * delete-collection, with the `status` and `scale` subresources and `dryRun=All`. Every failure
  * is an `ApiError` carrying the Status kube-apiserver would send.
  */
-import { Chunk, Clock, Duration, Effect, Either, Option, Stream } from "effect"
+import { Chunk, Clock, Duration, Effect, Either, Stream } from "effect"
 import * as FieldError from "../model/FieldError.js"
 import * as LabelSelector from "../model/LabelSelector.js"
 import * as Status from "../model/Status.js"
@@ -245,6 +245,9 @@ const listFromStore = (q: Req, filter: WatchCache.Filter, options: Query.ListOpt
     let token = options.continue
     let revision = 0
     let remaining: number | undefined
+    if (token !== undefined && Either.isLeft(ContinueToken.decode(token))) {
+      return yield* Effect.fail(ApiError.badRequest(`continue key is not valid: ${JSON.stringify(token)} is not a continue token of this server`))
+    }
     const atRevision = options.continue === undefined && options.resourceVersion !== "" && options.resourceVersionMatch === "Exact" ? Number(options.resourceVersion) : 0
     for (;;) {
       const want = limit === 0 ? 0 : limit - items.length
@@ -299,19 +302,26 @@ export const watch = (q: Req, options: Query.ListOptions) =>
           ? batch.map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`).join("")
           : batch.map(WatchCache.encodeLine).join("")
       )
-    const body = Stream.unwrapScoped(
-      Effect.map(
-        cache.subscribe(filter, from, {
+    // One fiber per watch pulls batches and pushes their bytes; the timeout races the whole watch
+    // once (per-event stream combinators would fork a fiber per event and per watcher).
+    const body = Stream.asyncScoped<Uint8Array>((emit) =>
+      Effect.gen(function* () {
+        const subscription = yield* cache.subscribe(filter, from, {
           bookmarks: options.allowWatchBookmarks,
           initialEvents: initial && options.sendInitialEvents !== false,
           initialEventsEndBookmark: options.sendInitialEvents === true
-        }),
-        (subscription) =>
-          Stream.repeatEffectOption(
-            Effect.flatMap(subscription.take, (batch) => (batch === undefined ? Effect.fail(Option.none()) : Effect.succeed(encode(batch))))
-          )
-      )
-    ).pipe(Stream.interruptAfter(timeout))
+        })
+        const pump = Effect.gen(function* () {
+          for (;;) {
+            const batch = yield* subscription.take
+            if (batch === undefined) return
+            yield* Effect.promise(() => emit.single(encode(batch)))
+          }
+        })
+        yield* Effect.forkScoped(pump.pipe(Effect.timeout(timeout), Effect.ignore, Effect.ensuring(Effect.promise(() => emit.end()))))
+      }),
+      16
+    )
     return {
       _tag: "Stream",
       status: 200,

@@ -4,6 +4,7 @@
  * Each rule is a small pure function over JSON, mirroring the Kubernetes registry it comes from.
  */
 import * as FieldError from "../model/FieldError.js"
+import * as Rbac from "../model/Rbac.js"
 import type { JsonObject, PrinterColumn, ScaleSpec, Strategy } from "./Registry.js"
 
 type Json = Record<string, unknown>
@@ -242,6 +243,26 @@ const strategies: Record<string, Strategy> = {
     },
     validateUpdate: (o, old) => immutable("spec.scope", obj(o["spec"])?.["scope"], obj(old["spec"])?.["scope"])
   },
+  "v1/LimitRange": { ...base, defaults: (o) => withSpec(o, (s) => ({ ...s, limits: arr(s["limits"]).map(defaultLimitRangeItem) })) },
+  "v1/ResourceQuota": {
+    ...base,
+    // status.hard mirrors spec.hard; status.used is the ResourceQuota admission plugin's.
+    prepareForCreate: (o) => ({ ...o, status: obj(obj(o["spec"])?.["hard"]) ? { hard: obj(o["spec"])?.["hard"] } : {} })
+  },
+  "rbac.authorization.k8s.io/v1/Role": { ...base, validate: (o) => Rbac.validateRules(o["rules"], true) },
+  "rbac.authorization.k8s.io/v1/ClusterRole": { ...base, validate: (o) => Rbac.validateRules(o["rules"], false) },
+  "rbac.authorization.k8s.io/v1/RoleBinding": {
+    ...base,
+    defaults: Rbac.defaultSubjects,
+    validate: (o) => Rbac.validateBinding(o, true),
+    validateUpdate: (o, old) => immutable("roleRef", o["roleRef"], old["roleRef"])
+  },
+  "rbac.authorization.k8s.io/v1/ClusterRoleBinding": {
+    ...base,
+    defaults: Rbac.defaultSubjects,
+    validate: (o) => Rbac.validateBinding(o, false),
+    validateUpdate: (o, old) => immutable("roleRef", o["roleRef"], old["roleRef"])
+  },
   "apps/v1/ReplicaSet": {
     ...base,
     defaults: (o) => withSpec(o, (s) => defaultTemplate(withDefault(s, "replicas", 1))),
@@ -252,6 +273,18 @@ const strategies: Record<string, Strategy> = {
 }
 
 const crdCleanup = "customresourcecleanup.apiextensions.k8s.io"
+
+/**
+ * LimitRange item defaults (SetDefaults_LimitRangeItem): for containers, `default` falls back to
+ * `max`, and `defaultRequest` to `default`, then to `min`.
+ */
+const defaultLimitRangeItem = (item: unknown): Json => {
+  const i = obj(item) ?? {}
+  if (i["type"] !== "Container") return i
+  const def = { ...(obj(i["max"]) ?? {}), ...(obj(i["default"]) ?? {}) }
+  const defaultRequest = { ...(obj(i["min"]) ?? {}), ...def, ...(obj(i["defaultRequest"]) ?? {}) }
+  return { ...i, default: def, defaultRequest }
+}
 
 const base64 = (text: string): string => {
   const bytes = new TextEncoder().encode(text)
@@ -266,7 +299,7 @@ export const forKind = (apiVersion: string, kind: string): Strategy => strategie
 /** The neutral strategy (custom resources start from it). */
 export const neutral: Strategy = base
 
-const withStatus = new Set(["Pod", "Node", "Namespace", "Service", "Deployment", "ReplicaSet", "CustomResourceDefinition"])
+const withStatus = new Set(["Pod", "Node", "Namespace", "Service", "Deployment", "ReplicaSet", "CustomResourceDefinition", "ResourceQuota"])
 const scale: Record<string, ScaleSpec> = {
   Deployment: { specReplicasPath: "spec.replicas", statusReplicasPath: "status.replicas", labelSelectorPath: "spec.selector" },
   ReplicaSet: { specReplicasPath: "spec.replicas", statusReplicasPath: "status.replicas", labelSelectorPath: "spec.selector" }

@@ -14,7 +14,10 @@ import * as LeaseModule from "./Lease.js"
 import * as NamespaceModule from "./Namespace.js"
 import * as NodeModule from "./Node.js"
 import * as PodModule from "./Pod.js"
+import * as RbacModule from "./Rbac.js"
+import * as Policy from "./Policy.js"
 import * as ServiceModule from "./Service.js"
+import * as ServiceAccountModule from "./ServiceAccount.js"
 
 /** Everything the API server needs to know about one kind. */
 export interface KindInfo {
@@ -66,9 +69,18 @@ export const all: ReadonlyArray<KindInfo> = [
   info("v1", "Service", "services", true, ["svc"], ServiceModule.Service),
   info("v1", "Endpoints", "endpoints", true, ["ep"], ServiceModule.Endpoints),
   info("v1", "Event", "events", true, ["ev"], EventModule.Event),
+  info("v1", "ServiceAccount", "serviceaccounts", true, ["sa"], ServiceAccountModule.ServiceAccount),
   info("coordination.k8s.io/v1", "Lease", "leases", true, [], LeaseModule.Lease),
   info("apps/v1", "Deployment", "deployments", true, ["deploy"], Apps.Deployment),
   info("apps/v1", "ReplicaSet", "replicasets", true, ["rs"], Apps.ReplicaSet),
+  info("v1", "LimitRange", "limitranges", true, ["limits"], Policy.LimitRange),
+  info("v1", "ResourceQuota", "resourcequotas", true, ["quota"], Policy.ResourceQuota),
+  info("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", false, [], Policy.MutatingWebhookConfiguration),
+  info("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", false, [], Policy.ValidatingWebhookConfiguration),
+  info("rbac.authorization.k8s.io/v1", "Role", "roles", true, [], RbacModule.Role),
+  info("rbac.authorization.k8s.io/v1", "ClusterRole", "clusterroles", false, [], RbacModule.ClusterRole),
+  info("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings", true, [], RbacModule.RoleBinding),
+  info("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "clusterrolebindings", false, [], RbacModule.ClusterRoleBinding),
   info("apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", false, ["crd", "crds"], Crd.CustomResourceDefinition)
 ]
 

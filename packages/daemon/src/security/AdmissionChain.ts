@@ -1,9 +1,81 @@
 /**
- * The server's admission chain: built from the security Context (see Context.ts). Placeholder until [4/10]'s
- * AdmissionChain work lands: contributes nothing, so the server keeps its current behaviour.
+ * The server's admission chain: core's built-in plugins in kube-apiserver's order (see
+ * `AdmissionPlugins.order`), with external webhooks called over node:https. The webhook
+ * transport trusts exactly the webhook's `caBundle` when it has one (the system roots
+ * otherwise), sends the AdmissionReview as JSON and bounds both the time and the answer's size.
  */
+import { AdmissionPlugins, Meta } from "@koder/fleet-core"
 import { Effect, type Scope } from "effect"
+import { request } from "node:https"
 import type { Context, Contribution } from "./Context.js"
 
-/** Build this component. */
-export const make = (_context: Context): Effect.Effect<Contribution, never, Scope.Scope> => Effect.succeed({})
+/** The largest webhook answer read (kube-apiserver's limit is 3 MiB too). */
+const maxResponseBytes = 3 * 1024 * 1024
+
+/** POST an AdmissionReview over HTTPS (core's `Webhooks.Call`). */
+export const httpsCall: AdmissionPlugins.Webhooks.Call = (url, caBundle, body, timeoutMillis) =>
+  Effect.async<AdmissionPlugins.Webhooks.CallResponse, AdmissionPlugins.Webhooks.WebhookCallError>((resume) => {
+    const fail = (reason: string) => resume(Effect.fail(new AdmissionPlugins.Webhooks.WebhookCallError({ reason })))
+    let target: URL
+    try {
+      target = new URL(url)
+    } catch {
+      fail(`parse ${JSON.stringify(url)}: invalid URL`)
+      return
+    }
+    if (target.protocol !== "https:") {
+      fail(`Post ${JSON.stringify(url)}: webhook URLs must use https`)
+      return
+    }
+    let settled = false
+    const settle = (f: () => void) => {
+      if (settled) return
+      settled = true
+      f()
+    }
+    const payload = Buffer.from(body)
+    const req = request(
+      target,
+      {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json", "content-length": String(payload.length) },
+        ...(caBundle === undefined ? {} : { ca: caBundle }),
+        timeout: timeoutMillis
+      },
+      (res) => {
+        const chunks: Array<Buffer> = []
+        let size = 0
+        res.on("data", (chunk: Buffer) => {
+          size += chunk.length
+          if (size > maxResponseBytes) {
+            req.destroy(new Error(`the response is larger than ${maxResponseBytes} bytes`))
+            return
+          }
+          chunks.push(chunk)
+        })
+        res.on("end", () => settle(() => resume(Effect.succeed({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }))))
+        res.on("error", (e) => settle(() => fail(`Post ${JSON.stringify(url)}: ${e.message}`)))
+      }
+    )
+    req.on("timeout", () => req.destroy(new Error("context deadline exceeded")))
+    req.on("error", (e) => settle(() => fail(`Post ${JSON.stringify(url)}: ${e.message}`)))
+    req.end(payload)
+    return Effect.sync(() => {
+      settled = true
+      req.destroy()
+    })
+  })
+
+/** Build this component: the built-in plugins, webhooks included, living as long as the server. */
+export const make = (context: Context): Effect.Effect<Contribution, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const region = context.flags["region"]
+    const admission = yield* AdmissionPlugins.make({
+      store: context.store,
+      // Objects.prepareCreate labels every new object with the server's region before admission;
+      // RegionLabel only restores a label a webhook dropped.
+      region: typeof region === "string" && region !== "" ? region : Meta.DefaultRegion,
+      call: httpsCall
+    })
+    return { admission }
+  })

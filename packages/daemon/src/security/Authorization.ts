@@ -1,9 +1,43 @@
 /**
- * The server's authorization: built from the security Context (see Context.ts). Placeholder until [4/10]'s
- * Authorization work lands: contributes nothing, so the server keeps its current behaviour.
+ * The server's authorization (DESIGN §10): RBAC with default deny. At start it writes the bootstrap
+ * policy (built-in ClusterRoles and ClusterRoleBindings, idempotently), follows every RBAC object
+ * in an in-memory index, and contributes the authorizer, the review and accessible-namespaces
+ * endpoints, and the privilege-escalation admission check.
+ * `--authorization-mode AlwaysAllow` turns RBAC off (development only).
  */
-import { Effect, type Scope } from "effect"
+import { BootstrapPolicy, RbacApi, RbacEscalation, RbacIndex } from "@koder/fleet-core"
+import { Effect, Schedule, type Scope } from "effect"
 import type { Context, Contribution } from "./Context.js"
 
+/** `--authorization-mode`: `RBAC` (default) or `AlwaysAllow`. */
+export const mode = (flags: Context["flags"]): "RBAC" | "AlwaysAllow" | undefined => {
+  const value = flags["authorization-mode"]
+  if (value === undefined || value === "" || value === "RBAC") return "RBAC"
+  return value === "AlwaysAllow" ? "AlwaysAllow" : undefined
+}
+
 /** Build this component. */
-export const make = (_context: Context): Effect.Effect<Contribution, never, Scope.Scope> => Effect.succeed({})
+export const make = (context: Context): Effect.Effect<Contribution, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const chosen = mode(context.flags)
+    if (chosen === "AlwaysAllow") {
+      RbacApi.install(context.registry, RbacApi.Evaluator.alwaysAllow, context.store)
+      return {
+        authorize: RbacApi.Evaluator.alwaysAllow.authorize,
+        banner: ["WARNING: --authorization-mode AlwaysAllow: every authenticated user may do anything"]
+      }
+    }
+    // Writing the policy can fail only when the store does; keep retrying rather than serve without it.
+    yield* BootstrapPolicy.ensure(context.store).pipe(
+      Effect.tapError((e) => Effect.logWarning(`bootstrap RBAC policy: ${e.message}; retrying`)),
+      Effect.retry({ times: 10, schedule: Schedule.exponential("100 millis") }),
+      Effect.catchAll(() => Effect.logError("bootstrap RBAC policy could not be written; only system:masters is authorized"))
+    )
+    const index = yield* RbacIndex.make(context.store)
+    RbacApi.install(context.registry, RbacApi.Evaluator.fromIndex(index), context.store)
+    return {
+      authorize: index.authorize,
+      admission: [RbacEscalation.plugin(index.policy)],
+      ...(chosen === undefined ? { banner: [`unknown --authorization-mode ${JSON.stringify(context.flags["authorization-mode"])}; using RBAC`] } : {})
+    }
+  })

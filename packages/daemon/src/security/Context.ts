@@ -14,6 +14,10 @@ export interface Context {
   readonly bootstrapTokenHash: string
   /** The address clients reach the server at (`host:port`). */
   readonly address: string
+  /** The region label of new objects (`--region`; default "local"). */
+  readonly region?: string
+  /** The CA certificate clients trust (PEM), as written into the kubeconfig, when there is one. */
+  readonly caPem?: string | undefined
   /** Raw command-line flags of the security components (`--oidc-issuer-url`, `--encryption-key-file`, …). */
   readonly flags: Readonly<Record<string, string | ReadonlyArray<string> | boolean | undefined>>
 }

@@ -70,6 +70,16 @@ export const builtInMergeKeys: Readonly<Record<string, MergeKeys>> = {
   "v1/ConfigMap": objectMeta(""),
   "v1/Secret": objectMeta(""),
   "v1/Event": objectMeta(""),
+  "v1/ServiceAccount": { ...objectMeta(""), secrets: "name", imagePullSecrets: "name" },
+  "v1/LimitRange": objectMeta(""),
+  "v1/ResourceQuota": objectMeta(""),
+  // RBAC rules and subjects are atomic lists in Kubernetes.
+  "rbac.authorization.k8s.io/v1/Role": objectMeta(""),
+  "rbac.authorization.k8s.io/v1/ClusterRole": objectMeta(""),
+  "rbac.authorization.k8s.io/v1/RoleBinding": objectMeta(""),
+  "rbac.authorization.k8s.io/v1/ClusterRoleBinding": objectMeta(""),
+  "admissionregistration.k8s.io/v1/MutatingWebhookConfiguration": { ...objectMeta(""), webhooks: "name" },
+  "admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration": { ...objectMeta(""), webhooks: "name" },
   "coordination.k8s.io/v1/Lease": objectMeta(""),
   // apiextensions v1 tags no list with patchStrategy (status.conditions is only listType=map).
   "apiextensions.k8s.io/v1/CustomResourceDefinition": objectMeta("")

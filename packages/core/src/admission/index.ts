@@ -1,0 +1,79 @@
+/**
+ * The built-in admission chain (DESIGN §5, §10), in kube-apiserver's order. Every plugin's
+ * `mutate` runs first, in this order, then every plugin's `validate`, in this order:
+ *
+ *   NamespaceLifecycle ─ NodeRestriction ─ DefaultServiceAccount ─ LimitRanger
+ *     ─ MutatingAdmissionWebhook ─ RegionLabel ─ ValidatingAdmissionWebhook ─ ResourceQuota
+ *
+ * NodeRestriction refuses before any webhook sees a node's request; RegionLabel follows the
+ * mutating webhooks so the region label is the last word; ResourceQuota is last so usage is
+ * reserved only for writes every other plugin accepted (and is re-run alone-cheaply on a lost
+ * compare-and-swap).
+ */
+import type { Duration} from "effect";
+import { Effect, type Scope } from "effect"
+import type * as Admission from "../api/Admission.js"
+import type { Transformer } from "../api/Transformer.js"
+import type { StoreService } from "../store/Store.js"
+import * as DefaultServiceAccount from "./DefaultServiceAccount.js"
+import * as LimitRanger from "./LimitRanger.js"
+import * as NamespaceLifecycle from "./NamespaceLifecycle.js"
+import * as NodeRestriction from "./NodeRestriction.js"
+import * as RegionLabel from "./RegionLabel.js"
+import * as ResourceQuota from "./ResourceQuota.js"
+import * as Webhooks from "./Webhooks.js"
+
+export * as DefaultServiceAccount from "./DefaultServiceAccount.js"
+export * as LimitRanger from "./LimitRanger.js"
+export * as NamespaceLifecycle from "./NamespaceLifecycle.js"
+export * as NodeRestriction from "./NodeRestriction.js"
+export * as RegionLabel from "./RegionLabel.js"
+export * as ResourceQuota from "./ResourceQuota.js"
+export * as Webhooks from "./Webhooks.js"
+
+/** The plugin names of the default chain, in order. */
+export const order: ReadonlyArray<string> = [
+  NamespaceLifecycle.name,
+  NodeRestriction.name,
+  DefaultServiceAccount.name,
+  LimitRanger.name,
+  "MutatingAdmissionWebhook",
+  RegionLabel.name,
+  "ValidatingAdmissionWebhook",
+  ResourceQuota.name
+]
+
+/** What the default chain is built from. */
+export interface Options {
+  readonly store: StoreService
+  /** The server's region (the RegionLabel default). */
+  readonly region: string
+  /** The API server's transformer, so plugins read and write stored objects as it does. */
+  readonly transformer?: Transformer
+  /** The webhook transport; without it there are no webhook plugins. */
+  readonly call?: Webhooks.Call
+  readonly serviceAccount?: DefaultServiceAccount.Options
+  /** How often quota usage is recounted from the store (default 10 s); `false`: never. */
+  readonly quotaResync?: Duration.DurationInput | false
+}
+
+/**
+ * The default chain. Webhook configurations are followed, and quota usage recounted, for as
+ * long as the scope lives.
+ */
+export const make = (options: Options): Effect.Effect<ReadonlyArray<Admission.Plugin>, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const stored = { store: options.store, ...(options.transformer === undefined ? {} : { transformer: options.transformer }) }
+    const webhooks = options.call === undefined ? undefined : yield* Webhooks.make({ ...stored, call: options.call })
+    if (options.quotaResync !== false) yield* Effect.forkScoped(ResourceQuota.run(stored, options.quotaResync ?? "10 seconds"))
+    return [
+      NamespaceLifecycle.make(stored),
+      NodeRestriction.make(),
+      DefaultServiceAccount.make({ ...stored, ...options.serviceAccount }),
+      LimitRanger.make(stored),
+      ...(webhooks === undefined ? [] : [webhooks.mutating]),
+      RegionLabel.make({ region: options.region }),
+      ...(webhooks === undefined ? [] : [webhooks.validating]),
+      ResourceQuota.make(stored)
+    ]
+  })

@@ -1,0 +1,264 @@
+/**
+ * The built-in ClusterRoles and ClusterRoleBindings the server writes at start (Kubernetes'
+ * bootstrap policy, plus Fleet's profiles), each annotated `rbac.authorization.kubernetes.io/autoupdate`.
+ *
+ * - `cluster-admin` (bound to `system:masters`); `admin` ⊇ `edit` ⊇ `view`, aggregated from
+ *   roles labelled `rbac.authorization.k8s.io/aggregate-to-{admin,edit,view}` exactly as Kubernetes.
+ * - `system:discovery`, `system:basic-user`, `system:public-info-viewer` for every authenticated
+ *   user (the last also for anonymous requests); `system:node` for the group `system:nodes`.
+ * - `fleet:customer`: bound by RoleBinding in a customer's namespaces; aggregates `admin` (so
+ *   ResourceQuota and LimitRange stay read-only) plus Fleet's `exec`/`signal` verbs on pods.
+ * - `fleet:collaborator`: bound by ClusterRoleBinding; reads everything `view` reads plus cluster
+ *   objects (nodes, namespaces, RBAC, CRDs), manages workloads, never reads Secrets, and gets no
+ *   exec/attach/port-forward (a shell in a pod reads the Secrets mounted there).
+ * - `fleet:namespace-discovery`: `GET /apis/fleet.koder.dev/v1/accessiblenamespaces` for everyone.
+ * - `system:node-bootstrapper`: join-token holders (`system:bootstrappers`) may create NodeJoins.
+ */
+import { Clock, Effect } from "effect"
+import { jsonEqual } from "../api/Strategies.js"
+import * as Meta from "../model/Meta.js"
+import * as Rbac from "../model/Rbac.js"
+import * as Keys from "../store/Keys.js"
+import type { StoreService } from "../store/Store.js"
+import type { StoreError } from "../store/StoreError.js"
+import { ruleEqual, roleFromJson, type Rule } from "./Rbac.js"
+
+type Json = Record<string, unknown>
+
+const read = ["get", "list", "watch"]
+const write = ["create", "delete", "deletecollection", "patch", "update"]
+const readWrite = [...read, ...write]
+
+const rule = (verbs: ReadonlyArray<string>, apiGroups: ReadonlyArray<string>, resources: ReadonlyArray<string>): Rule => ({
+  verbs: [...verbs],
+  apiGroups: [...apiGroups],
+  resources: [...resources]
+})
+const urls = (verbs: ReadonlyArray<string>, nonResourceURLs: ReadonlyArray<string>): Rule => ({ verbs: [...verbs], nonResourceURLs: [...nonResourceURLs] })
+
+/** The label that aggregates a ClusterRole into `fleet:customer`. */
+export const AggregateToCustomer = "fleet.koder.dev/aggregate-to-customer"
+/** The label that aggregates a ClusterRole into `fleet:collaborator`. */
+export const AggregateToCollaborator = "fleet.koder.dev/aggregate-to-collaborator"
+
+/** Fleet's dedicated verbs for mediated process control (DESIGN §7): never implied by `update`. */
+export const processVerbs = ["exec", "signal"] as const
+
+const meta = (name: string, labels: Readonly<Record<string, string>> = {}) => ({
+  name,
+  labels: { "kubernetes.io/bootstrapping": "rbac-defaults", ...labels },
+  annotations: { [Rbac.AutoupdateAnnotation]: "true" }
+})
+
+const clusterRole = (name: string, rules: ReadonlyArray<Rule>, labels?: Readonly<Record<string, string>>): Json => ({
+  apiVersion: Rbac.ApiVersion,
+  kind: "ClusterRole",
+  metadata: meta(name, labels),
+  rules
+})
+
+const aggregatedRole = (name: string, selectors: ReadonlyArray<Readonly<Record<string, string>>>, labels?: Readonly<Record<string, string>>): Json => ({
+  apiVersion: Rbac.ApiVersion,
+  kind: "ClusterRole",
+  metadata: meta(name, labels),
+  aggregationRule: { clusterRoleSelectors: selectors.map((matchLabels) => ({ matchLabels })) },
+  rules: []
+})
+
+const groups = (names: ReadonlyArray<string>) => names.map((name) => ({ kind: "Group", apiGroup: Rbac.Group, name }))
+
+const clusterRoleBinding = (name: string, role: string, subjects: ReadonlyArray<Json>): Json => ({
+  apiVersion: Rbac.ApiVersion,
+  kind: "ClusterRoleBinding",
+  metadata: meta(name),
+  roleRef: { apiGroup: Rbac.Group, kind: "ClusterRole", name: role },
+  subjects
+})
+
+const on = { [Rbac.AggregateToAdmin]: "true" }
+const onEdit = { [Rbac.AggregateToEdit]: "true" }
+const onView = { [Rbac.AggregateToView]: "true" }
+
+// Kubernetes' system:aggregate-to-view, -edit, -admin, for the resources Fleet serves or will.
+const viewRules: ReadonlyArray<Rule> = [
+  rule(read, [""], ["pods", "replicationcontrollers", "replicationcontrollers/scale", "serviceaccounts", "services", "services/status", "endpoints", "persistentvolumeclaims", "persistentvolumeclaims/status", "configmaps"]),
+  rule(read, [""], ["limitranges", "resourcequotas", "bindings", "events", "pods/status", "resourcequotas/status", "namespaces/status", "replicationcontrollers/status", "pods/log"]),
+  rule(read, [""], ["namespaces"]),
+  rule(read, ["discovery.k8s.io"], ["endpointslices"]),
+  rule(read, ["apps"], ["controllerrevisions", "statefulsets", "statefulsets/scale", "statefulsets/status", "daemonsets", "daemonsets/status", "deployments", "deployments/scale", "deployments/status", "replicasets", "replicasets/scale", "replicasets/status"]),
+  rule(read, ["autoscaling"], ["horizontalpodautoscalers", "horizontalpodautoscalers/status"]),
+  rule(read, ["batch"], ["cronjobs", "cronjobs/status", "jobs", "jobs/status"]),
+  rule(read, ["policy"], ["poddisruptionbudgets", "poddisruptionbudgets/status"]),
+  rule(read, ["networking.k8s.io"], ["ingresses", "ingresses/status", "networkpolicies"]),
+  rule(read, ["events.k8s.io"], ["events"]),
+  rule(read, ["coordination.k8s.io"], ["leases"])
+]
+
+const editRules: ReadonlyArray<Rule> = [
+  rule(read, [""], ["pods/attach", "pods/proxy", "pods/exec", "pods/portforward", "secrets", "services/proxy"]),
+  rule(["impersonate"], [""], ["serviceaccounts"]),
+  rule(write, [""], ["pods", "pods/attach", "pods/proxy", "pods/exec", "pods/portforward"]),
+  rule(["create"], [""], ["pods/eviction"]),
+  rule(write, [""], ["replicationcontrollers", "replicationcontrollers/scale", "serviceaccounts", "services", "services/proxy", "persistentvolumeclaims", "configmaps", "secrets", "events", "endpoints"]),
+  rule(["create"], [""], ["serviceaccounts/token"]),
+  rule(write, ["apps"], ["statefulsets", "statefulsets/scale", "daemonsets", "deployments", "deployments/scale", "deployments/rollback", "replicasets", "replicasets/scale"]),
+  rule(write, ["autoscaling"], ["horizontalpodautoscalers"]),
+  rule(write, ["batch"], ["cronjobs", "jobs"]),
+  rule(write, ["policy"], ["poddisruptionbudgets"]),
+  rule(write, ["networking.k8s.io"], ["ingresses", "networkpolicies"]),
+  rule(write, ["discovery.k8s.io"], ["endpointslices"]),
+  rule(write, ["coordination.k8s.io"], ["leases"])
+]
+
+const adminRules: ReadonlyArray<Rule> = [
+  rule(["create"], ["authorization.k8s.io"], ["localsubjectaccessreviews"]),
+  rule(readWrite, ["rbac.authorization.k8s.io"], ["rolebindings", "roles"])
+]
+
+// Workloads a collaborator manages (everything in edit but Secrets, tokens and pod shells).
+const collaboratorRules: ReadonlyArray<Rule> = [
+  rule(read, [""], ["nodes", "nodes/status", "namespaces", "persistentvolumes", "componentstatuses"]),
+  rule(read, ["rbac.authorization.k8s.io"], ["roles", "rolebindings", "clusterroles", "clusterrolebindings"]),
+  rule(read, ["apiextensions.k8s.io"], ["customresourcedefinitions"]),
+  rule(read, ["storage.k8s.io"], ["storageclasses", "csidrivers", "csinodes", "volumeattachments"]),
+  rule(read, ["scheduling.k8s.io"], ["priorityclasses"]),
+  rule(read, ["admissionregistration.k8s.io"], ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"]),
+  rule(read, ["metrics.k8s.io"], ["pods", "nodes"]),
+  rule(write, [""], ["pods", "services", "configmaps", "replicationcontrollers", "replicationcontrollers/scale", "persistentvolumeclaims", "events", "endpoints"]),
+  rule(["create"], [""], ["pods/eviction"]),
+  rule(write, ["apps"], ["deployments", "deployments/scale", "deployments/rollback", "replicasets", "replicasets/scale", "statefulsets", "statefulsets/scale", "daemonsets"]),
+  rule(write, ["autoscaling"], ["horizontalpodautoscalers"]),
+  rule(write, ["batch"], ["cronjobs", "jobs"]),
+  rule(write, ["policy"], ["poddisruptionbudgets"]),
+  rule(write, ["networking.k8s.io"], ["ingresses", "networkpolicies"])
+]
+
+// Kubernetes' system:node, for the resources an agent touches; NodeRestriction narrows writes to its own objects.
+const nodeRules: ReadonlyArray<Rule> = [
+  rule(["create"], ["authentication.k8s.io"], ["tokenreviews"]),
+  rule(["create"], ["authorization.k8s.io"], ["subjectaccessreviews", "localsubjectaccessreviews"]),
+  rule(read, [""], ["services", "endpoints", "nodes", "pods"]),
+  rule(["create", "update", "patch", "delete"], [""], ["nodes"]),
+  rule(["update", "patch"], [""], ["nodes/status"]),
+  rule(["create", "update", "patch"], ["", "events.k8s.io"], ["events"]),
+  rule(["create", "delete"], [""], ["pods"]),
+  rule(["update", "patch"], [""], ["pods/status"]),
+  rule(["create"], [""], ["pods/eviction"]),
+  rule(["get"], [""], ["secrets", "configmaps", "persistentvolumeclaims", "persistentvolumes"]),
+  rule(["create"], [""], ["serviceaccounts/token"]),
+  rule(["get", "create", "update", "patch", "delete"], ["coordination.k8s.io"], ["leases"]),
+  rule(read, ["discovery.k8s.io"], ["endpointslices"]),
+  rule(read, ["networking.k8s.io"], ["networkpolicies"])
+]
+
+/** The built-in ClusterRoles. */
+export const clusterRoles: ReadonlyArray<Json> = [
+  clusterRole("cluster-admin", [rule(["*"], ["*"], ["*"]), urls(["*"], ["*"])]),
+  aggregatedRole("admin", [on]),
+  aggregatedRole("edit", [onEdit], on),
+  aggregatedRole("view", [onView], onEdit),
+  clusterRole("system:aggregate-to-admin", adminRules, on),
+  clusterRole("system:aggregate-to-edit", editRules, onEdit),
+  clusterRole("system:aggregate-to-view", viewRules, onView),
+  clusterRole("system:discovery", [urls(["get"], ["/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*", "/readyz", "/version", "/version/"])]),
+  clusterRole("system:basic-user", [
+    rule(["create"], ["authorization.k8s.io"], ["selfsubjectaccessreviews", "selfsubjectrulesreviews"]),
+    rule(["create"], ["authentication.k8s.io"], ["selfsubjectreviews"])
+  ]),
+  clusterRole("system:public-info-viewer", [urls(["get"], ["/healthz", "/livez", "/readyz", "/version", "/version/"])]),
+  clusterRole("system:node", nodeRules),
+  aggregatedRole("fleet:customer", [on, { [AggregateToCustomer]: "true" }]),
+  clusterRole("fleet:aggregate-to-customer", [rule([...processVerbs], [""], ["pods", "pods/exec", "pods/signal"]), rule(read, [""], ["pods/log"])], { [AggregateToCustomer]: "true" }),
+  aggregatedRole("fleet:collaborator", [onView, { [AggregateToCollaborator]: "true" }]),
+  clusterRole("fleet:aggregate-to-collaborator", collaboratorRules, { [AggregateToCollaborator]: "true" }),
+  clusterRole("fleet:namespace-discovery", [rule(["get", "list"], ["fleet.koder.dev"], ["accessiblenamespaces"])]),
+  // Join-token holders (group system:bootstrappers) may join a node, as Kubernetes' bootstrappers may request a certificate.
+  clusterRole("system:node-bootstrapper", [
+    rule(["create"], ["fleet.koder.dev"], ["nodejoins"]),
+    rule(["create", "get", "list", "watch"], ["certificates.k8s.io"], ["certificatesigningrequests"])
+  ])
+]
+
+/** The built-in ClusterRoleBindings. */
+export const clusterRoleBindings: ReadonlyArray<Json> = [
+  clusterRoleBinding("cluster-admin", "cluster-admin", groups(["system:masters"])),
+  clusterRoleBinding("system:discovery", "system:discovery", groups(["system:authenticated"])),
+  clusterRoleBinding("system:basic-user", "system:basic-user", groups(["system:authenticated"])),
+  clusterRoleBinding("system:public-info-viewer", "system:public-info-viewer", groups(["system:authenticated", "system:unauthenticated"])),
+  clusterRoleBinding("system:node", "system:node", groups(["system:nodes"])),
+  clusterRoleBinding("fleet:namespace-discovery", "fleet:namespace-discovery", groups(["system:authenticated"])),
+  clusterRoleBinding("system:node-bootstrapper", "system:node-bootstrapper", groups(["system:bootstrappers"]))
+]
+
+const parseObject = (text: string): Json | undefined => {
+  try {
+    return rec(JSON.parse(text))
+  } catch {
+    return undefined
+  }
+}
+const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
+const rec = (v: unknown): Json => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Json) : {})
+
+/**
+ * What the stored object should be, given the built-in one (Kubernetes' reconciliation of
+ * bootstrap policy): labels and annotations added, missing rules, selectors and subjects added,
+ * the roleRef restored; users' additions are kept. `undefined` when the stored object opts out
+ * with `autoupdate: "false"`.
+ */
+export const reconcile = (stored: Json, builtIn: Json): Json | undefined => {
+  const m = rec(stored["metadata"])
+  if (rec(m["annotations"])[Rbac.AutoupdateAnnotation] === "false") return undefined
+  const bm = rec(builtIn["metadata"])
+  const metadata = { ...m, labels: { ...rec(m["labels"]), ...rec(bm["labels"]) }, annotations: { ...rec(m["annotations"]), ...rec(bm["annotations"]) } }
+  if (builtIn["kind"] === "ClusterRole") {
+    const aggregation = rec(builtIn["aggregationRule"])
+    if (builtIn["aggregationRule"] !== undefined) {
+      const selectors = [...arr(rec(stored["aggregationRule"])["clusterRoleSelectors"])]
+      for (const s of arr(aggregation["clusterRoleSelectors"])) if (!selectors.some((x) => jsonEqual(x, s))) selectors.push(s)
+      return { ...stored, metadata, aggregationRule: { clusterRoleSelectors: selectors }, rules: stored["rules"] ?? [] }
+    }
+    const have = roleFromJson(stored)?.rules ?? []
+    const missing = (builtIn["rules"] as ReadonlyArray<Rule>).filter((r) => !have.some((h) => ruleEqual(h, r)))
+    return { ...stored, metadata, rules: [...arr(stored["rules"]), ...missing] }
+  }
+  const subjects = [...arr(stored["subjects"])]
+  for (const s of arr(builtIn["subjects"])) if (!subjects.some((x) => jsonEqual(x, s))) subjects.push(s)
+  return { ...stored, metadata, roleRef: builtIn["roleRef"], subjects }
+}
+
+/**
+ * Write the bootstrap policy into the store, idempotently: missing objects are created (with uid,
+ * creationTimestamp and the region label), stored ones reconciled and written only when changed.
+ */
+export const ensure = (store: StoreService, region: string = Meta.DefaultRegion): Effect.Effect<void, StoreError> =>
+  Effect.gen(function* () {
+    const now = yield* Clock.currentTimeMillis
+    const objects = [
+      ...clusterRoles.map((o) => ["clusterroles", o] as const),
+      ...clusterRoleBindings.map((o) => ["clusterrolebindings", o] as const)
+    ]
+    for (const [resource, builtIn] of objects) {
+      const name = String(rec(builtIn["metadata"])["name"])
+      const key = Keys.object({ group: Rbac.Group, resource, name })
+      const existing = yield* Effect.either(store.get(key))
+      if (existing._tag === "Left") {
+        if (existing.left._tag !== "NotFound") return yield* Effect.fail(existing.left)
+        const m = rec(builtIn["metadata"])
+        const metadata = {
+          ...m,
+          uid: crypto.randomUUID(),
+          creationTimestamp: new Date(Math.floor(now / 1000) * 1000).toISOString().replace(".000Z", "Z"),
+          labels: { ...rec(m["labels"]), [Meta.RegionLabel]: region }
+        }
+        // Another server may create it first; its copy is as good as ours.
+        yield* store.create(key, JSON.stringify({ ...builtIn, metadata })).pipe(Effect.catchTag("AlreadyExists", () => Effect.void))
+        continue
+      }
+      const stored = parseObject(existing.right.value)
+      if (stored === undefined) continue
+      const next = reconcile(stored, builtIn)
+      if (next === undefined || jsonEqual(next, stored)) continue
+      yield* store.update(key, JSON.stringify(next), existing.right.modRevision).pipe(Effect.catchTag("Conflict", () => Effect.void))
+    }
+  })
