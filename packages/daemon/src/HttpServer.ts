@@ -279,6 +279,9 @@ export const make = (options: Options): Effect.Effect<HttpServer, ListenError, S
         const what = watch ? `${limits.maxWatches} concurrent watches` : `${limits.maxInFlight} concurrent requests`
         return sendJson(res, statusResponse(Status.tooManyRequests(`Too many requests: this client already has ${what}, please try again later.`, 1), { "retry-after": "1" }))
       }
+      // The slot frees once the response is handed to the socket ('finish'), not when the socket
+      // write completes ('close'), which lags under load and over-counts busy clients.
+      res.once("finish", release)
       res.once("close", release)
 
       const bodyRead = readBody(req, res, limits.maxBodyBytes, expectsContinue)
