@@ -14,26 +14,8 @@ const failovers: Array<number> = []
 try {
   let previousTerm = -1
   for (let round = 0; round < rounds; round++) {
-    const leader = await ElectionCluster.until(
-      "a leader",
-      () => {
-        const c = ElectionCluster.currentLeader(candidates)
-        return c && c.wrote.length > 0 && c.leading[c.leading.length - 1]!.term > previousTerm ? c : undefined
-      },
-      30_000
-    )
-    const term = leader.leading[leader.leading.length - 1]!.term
-    const killedAt = Date.now()
-    leader.child.kill("SIGKILL")
-    const next = await ElectionCluster.until(
-      "a successor",
-      () => {
-        const c = ElectionCluster.currentLeader(candidates)
-        return c && c !== leader && c.leading[c.leading.length - 1]!.term > term ? c : undefined
-      },
-      30_000
-    )
-    failovers.push(next.leading[next.leading.length - 1]!.at - killedAt)
+    const { term, failoverMs } = await ElectionCluster.killLeader(candidates, previousTerm)
+    failovers.push(failoverMs)
     previousTerm = term
   }
 } finally {
