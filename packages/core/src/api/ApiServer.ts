@@ -156,9 +156,13 @@ export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Sc
       Effect.gen(function* () {
         let r = registry.byResource(route.group, route.version, route.plural)
         if (r === undefined && route.group !== "") {
-          // A CRD may have been created a moment ago (here or on another server): look again.
-          yield* Effect.ignore(Crd.sync(options.store, registry))
-          r = registry.byResource(route.group, route.version, route.plural)
+          // A CRD may have been created a moment ago (here or on another server): if its object
+          // exists, sync now. One point read, so requests for unknown kinds stay cheap.
+          const crdKey = Keys.object({ group: "apiextensions.k8s.io", resource: "customresourcedefinitions", name: `${route.plural}.${route.group}` })
+          if (Either.isRight(yield* Effect.either(options.store.get(crdKey)))) {
+            yield* Effect.ignore(Crd.sync(options.store, registry))
+            r = registry.byResource(route.group, route.version, route.plural)
+          }
         }
         if (r === undefined) return yield* Effect.fail(notFoundPath())
         if (route.namespace !== undefined && !r.namespaced) return yield* Effect.fail(notFoundPath())

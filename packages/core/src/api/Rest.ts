@@ -212,14 +212,16 @@ export const list = (q: Req, options: Query.ListOptions) =>
       if (page.continue !== undefined) metadata["continue"] = page.continue
       if (page.remaining !== undefined) metadata["remainingItemCount"] = page.remaining
     } else {
-      const cache = yield* q.ctx.cache(r)
       // No resourceVersion: a consistent read, as fresh as the store. "0": whatever the cache has.
-      const wanted =
+      const result =
         options.resourceVersion === ""
-          ? yield* Effect.mapError(q.ctx.store.currentRevision, storeError(r, ""))
-          : Number(options.resourceVersion)
-      if (wanted > 0) yield* cache.waitFor(wanted, q.ctx.waitForRevision)
-      const result = cache.list(filter)
+          ? yield* freshList(q, filter, options)
+          : yield* Effect.gen(function* () {
+              const cache = yield* q.ctx.cache(r)
+              const wanted = Number(options.resourceVersion)
+              if (wanted > 0) yield* cache.waitFor(wanted, q.ctx.waitForRevision)
+              return cache.list(filter)
+            })
       items = result.items as ReadonlyArray<JsonObject>
       metadata["resourceVersion"] = String(result.revision)
     }
@@ -283,6 +285,20 @@ const listFromStore = (q: Req, filter: WatchCache.Filter, options: Query.ListOpt
   })
 
 const continuation = (revision: number, after: string): string => ContinueToken.encode({ revision, after })
+
+/**
+ * The matching objects as of the store's current revision: from the watch cache when it has
+ * applied that revision, else one read of the store. (The cache sees only its own resource's
+ * events, so after a write elsewhere it cannot prove freshness without reading the store anyway.)
+ */
+const freshList = (q: Req, filter: WatchCache.Filter, options: Query.ListOptions) =>
+  Effect.gen(function* () {
+    const cache = yield* q.ctx.cache(q.resource)
+    const current = yield* Effect.mapError(q.ctx.store.currentRevision, storeError(q.resource, ""))
+    if (cache.revision() >= current) return cache.list(filter)
+    const page = yield* listFromStore(q, filter, { ...options, limit: 0, continue: undefined, resourceVersion: "", resourceVersionMatch: "" })
+    return { items: page.items, revision: page.revision }
+  })
 
 /** WATCH: newline-delimited `{type, object}` events (or Server-Sent Events), from the watch cache. */
 export const watch = (q: Req, options: Query.ListOptions) =>
@@ -555,10 +571,7 @@ export const removeCollection = (q: Req) =>
     const listOptions = yield* fromEither(Query.list(q.request.query, false))
     const options = yield* fromEither(Query.remove(q.request.query, undefined))
     const filter = yield* selectors(q, listOptions)
-    const cache = yield* q.ctx.cache(r)
-    const wanted = yield* Effect.mapError(q.ctx.store.currentRevision, storeError(r, ""))
-    yield* cache.waitFor(wanted, q.ctx.waitForRevision)
-    const { items, revision } = cache.list(filter)
+    const { items, revision } = yield* freshList(q, filter, listOptions)
     const deleted = yield* Effect.forEach(items as ReadonlyArray<JsonObject>, (o) => {
       const name = String(Objects.meta(o)["name"])
       const scoped: Req = { ...q, route: { ...q.route, namespace: Objects.meta(o)["namespace"] as string | undefined } }

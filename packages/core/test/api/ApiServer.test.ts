@@ -336,6 +336,20 @@ describe("API server: lists and watches", () => {
     expect(page2.body.metadata.resourceVersion).toBe(page1.body.metadata.resourceVersion)
   })
 
+  it("answers a list without resourceVersion as of the store's newest revision, also after writes to other resources", async () => {
+    const { call, store } = await start()
+    await call("POST", "/api/v1/namespaces", ns("default"))
+    await call("POST", "/api/v1/namespaces/default/pods", pod("p1"))
+    expect((await call("GET", "/api/v1/namespaces/default/pods")).body.items.map((p: any) => p.metadata.name)).toEqual(["p1"])
+    // A write elsewhere moves the store past anything the pods' cache has seen.
+    await call("POST", "/api/v1/namespaces/default/configmaps", configMap("elsewhere"))
+    await call("POST", "/api/v1/namespaces/default/pods", pod("p2"))
+    await call("POST", "/api/v1/namespaces/default/configmaps", configMap("later"))
+    const list = await call("GET", "/api/v1/namespaces/default/pods")
+    expect(list.body.items.map((p: any) => p.metadata.name)).toEqual(["p1", "p2"])
+    expect(list.body.metadata.resourceVersion).toBe(String(await Effect.runPromise(store.currentRevision)))
+  })
+
   it("watches from a resourceVersion: ADDED, MODIFIED, DELETED as newline-delimited JSON", async () => {
     const { call, watch } = await start()
     await call("POST", "/api/v1/namespaces", ns("default"))
