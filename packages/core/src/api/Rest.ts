@@ -60,10 +60,6 @@ const fromEither = <A>(e: Either.Either<A, ApiError.ApiError>): Effect.Effect<A,
 const warningHeader = (warnings: ReadonlyArray<string>): Record<string, string> =>
   warnings.length === 0 ? {} : { warning: warnings.map((w) => `299 - ${JSON.stringify(w)}`).join(", ") }
 
-/** A response with the object, rendered as a Table when asked. */
-const respond = (_q: Req, status: number, object: JsonObject, headers: Record<string, string> = {}): ApiResponse =>
-  json(status, object, headers)
-
 /** A stored value as the API serves it (decoded by the transformer, resourceVersion filled in). */
 const read = (q: Req, kv: Pick<KeyValue, "value" | "modRevision">): JsonObject =>
   Objects.fromStored({ value: q.ctx.transformer.fromStore(q.resource, kv.value), modRevision: kv.modRevision })
@@ -170,7 +166,7 @@ export const get = (q: Req, name: string) =>
         "content-type": Table.contentType
       })
     }
-    return respond(q, 200, object)
+    return json(200, object)
   })
 
 /** Selectors of a list or watch, compiled. */
@@ -368,7 +364,7 @@ export const create = (q: Req) =>
     const stored = yield* write(q, admitted)
     const key = keyOf(r, q.route.namespace, finalName)
     return yield* commitAdmitted(q, admissionRequest(q, "CREATE", admitted, undefined, options.dryRun), key, { op: "create", key, value: stored }, (results) =>
-      respond(q, 201, results.length === 0 ? admitted : read(q, results[0]!.kv!), warningHeader(warnings))
+      json(201, results.length === 0 ? admitted : read(q, results[0]!.kv!), warningHeader(warnings))
     )
   })
 
@@ -416,7 +412,7 @@ export const update = (q: Req, name: string) =>
     const { object: decoded, warnings } = yield* decodeBody(q, scoped, options.fieldValidation, name)
     const next = yield* fromEither(Objects.prepareUpdate(r, decoded, old, q.route.subresource === "status" ? "status" : "main"))
     const written = yield* commitUpdate(q, name, kv, old, next, options.dryRun)
-    return respond(q, 200, written, warningHeader(warnings))
+    return json(200, written, warningHeader(warnings))
   })
 
 /** PATCH of the object, its status or its scale; retried on a concurrent write unless pinned. */
@@ -442,7 +438,7 @@ export const patch = (q: Req, name: string) =>
               const { object: decoded, warnings } = yield* decodeBody(q, body, options.fieldValidation, name)
               const next = yield* fromEither(Objects.prepareUpdate(r, decoded, old, q.route.subresource === "status" ? "status" : "main"))
               const written = yield* commitUpdate(q, name, kv, old, next, options.dryRun)
-              return respond(q, 200, written, warningHeader(warnings))
+              return json(200, written, warningHeader(warnings))
             })
       )
       if (Either.isRight(result)) return result.right
