@@ -49,6 +49,15 @@ export interface ListOptions {
   readonly timeoutSeconds?: number
 }
 
+/** Watch options. */
+export interface WatchOptions extends ListOptions {
+  /**
+   * Called after each (re)list has been emitted, with the list's resourceVersion: from then on the
+   * consumer's view is complete (informers use it for "has synced").
+   */
+  readonly onSynced?: (resourceVersion: string) => void
+}
+
 /** The patch flavours the API accepts. */
 export type PatchType = "json" | "merge" | "strategic"
 
@@ -178,14 +187,15 @@ export const make = (config: Config) => {
    * Watch with recovery: start from a list (or `resourceVersion`), reconnect from the last seen
    * resourceVersion when a connection ends, and on 410 re-list and emit what changed meanwhile.
    */
-  const watch = (ref: ResourceRef, options: ListOptions = {}): Stream.Stream<WatchEvent, ApiError.ApiError> =>
+  const watch = (ref: ResourceRef, options: WatchOptions = {}): Stream.Stream<WatchEvent, ApiError.ApiError> =>
     Stream.unwrap(
       Effect.sync(() => {
+        const { onSynced, ...listOptions } = options
         const known = new Map<string, JsonObject>()
         const id = (o: JsonObject) => `${String(meta(o)["namespace"] ?? "")}/${String(meta(o)["name"])}`
         let resourceVersion = options.resourceVersion
         const relist = Effect.gen(function* () {
-          const { items, resourceVersion: rv } = yield* listAll(ref, { ...options, resourceVersion: "" })
+          const { items, resourceVersion: rv } = yield* listAll(ref, { ...listOptions, resourceVersion: "" })
           const events: Array<WatchEvent> = []
           const seen = new Set<string>()
           for (const o of items) {
@@ -205,8 +215,12 @@ export const make = (config: Config) => {
         })
         const connection: Stream.Stream<WatchEvent, ApiError.ApiError> = Stream.unwrap(
           Effect.gen(function* () {
-            const initial = resourceVersion === undefined ? yield* relist : []
-            const live = watchOnce(ref, { ...options, resourceVersion: resourceVersion ?? "" }).pipe(
+            const listed = resourceVersion === undefined
+            const initial = listed ? yield* relist : []
+            const synced = listed && onSynced !== undefined
+              ? Stream.fromEffect(Effect.sync(() => onSynced(resourceVersion ?? ""))).pipe(Stream.drain)
+              : Stream.empty
+            const live = watchOnce(ref, { ...listOptions, resourceVersion: resourceVersion ?? "" }).pipe(
               Stream.filterMap((e) => {
                 const rv = meta(e.object)["resourceVersion"]
                 if (typeof rv === "string" && rv !== "") resourceVersion = rv
@@ -217,7 +231,7 @@ export const make = (config: Config) => {
                 return Option.some({ type, object: e.object })
               })
             )
-            return Stream.concat(Stream.fromIterable(initial), live)
+            return Stream.concat(Stream.concat(Stream.fromIterable(initial), synced), live)
           })
         )
         const recovering = connection.pipe(
