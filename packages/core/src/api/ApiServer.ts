@@ -62,7 +62,7 @@ export interface SubresourceHandler {
   readonly handle: (
     request: ApiRequest,
     route: Router.ResourceRoute,
-    context: { readonly store: StoreService; readonly registry: Registry.Registry; readonly resource: Registry.Resource }
+    context: { readonly store: StoreService; readonly registry: Registry.Registry; readonly resource: Registry.Resource; readonly transformer: Transformer.Transformer }
   ) => Effect.Effect<ApiResponse, ApiError.ApiError>
 }
 
@@ -171,7 +171,7 @@ export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Sc
         const extra = route.subresource === undefined ? undefined : extensions.get(`${r.group}/${r.plural}/${route.subresource}`)
         if (extra !== undefined) {
           if (route.name === undefined) return yield* Effect.fail(notFoundPath())
-          return yield* extra.handle(request, route, { store: options.store, registry, resource: r })
+          return yield* extra.handle(request, route, { store: options.store, registry, resource: r, transformer })
         }
         if (route.subresource !== undefined) {
           const ok = (route.subresource === "status" && r.subresources.status) || (route.subresource === "scale" && r.subresources.scale !== undefined)

@@ -524,8 +524,24 @@ const deleteOne = (q: Req, name: string, options: Query.DeleteOptions) =>
         )
       )
     }
-    if (m["deletionTimestamp"] !== undefined) return json(200, old)
     const now = yield* Clock.currentTimeMillis
+    if (m["deletionTimestamp"] !== undefined) {
+      // Already terminating: a shorter grace period shortens it (a node agent confirms a pod's end
+      // with grace 0), as in Kubernetes; anything else leaves the deletion as it is.
+      const current = Number(m["deletionGracePeriodSeconds"] ?? 0)
+      const shorter = options.gracePeriodSeconds !== undefined && options.gracePeriodSeconds < current
+      if (!shorter) return json(200, old)
+      const grace = options.gracePeriodSeconds ?? 0
+      if (grace > 0 || Objects.finalizers(old).length > 0) {
+        const next = Objects.withMeta(old, { ...m, deletionTimestamp: Objects.timestamp(now + grace * 1000), deletionGracePeriodSeconds: grace })
+        const stored = yield* write(q, next)
+        if (options.dryRun) return json(200, next)
+        const written = yield* q.ctx.store.update(kv.key, stored, kv.modRevision).pipe(Effect.mapError(storeError(r, name)))
+        return json(200, read(q, written))
+      }
+      yield* commitAdmitted(q, admissionRequest(q, "DELETE", old, old, options.dryRun), kv.key, { op: "delete", key: kv.key, expectedRevision: kv.modRevision }, () => undefined)
+      return r.strategy.deleteReturnsObject ? json(200, old) : json(200, Status.success({ name, group: r.group, kind: r.plural, uid: String(m["uid"] ?? "") }))
+    }
     const finalizers = [...Objects.finalizers(old)]
     if (options.propagationPolicy === "Orphan" && !finalizers.includes("orphan")) finalizers.push("orphan")
     if (options.propagationPolicy === "Foreground" && !finalizers.includes("foregroundDeletion")) finalizers.push("foregroundDeletion")

@@ -3,8 +3,18 @@
  * each kind has, which fields an update may not change, and the columns `kubectl get` shows.
  * Each rule is a small pure function over JSON, mirroring the Kubernetes registry it comes from.
  */
+import { Either, type Schema } from "effect"
+import * as Apps from "../model/Apps.js"
+import * as Batch from "../model/Batch.js"
+import { decodeObject } from "../model/Decode.js"
+import * as EndpointSlice from "../model/EndpointSlice.js"
 import * as FieldError from "../model/FieldError.js"
+import * as LabelSelector from "../model/LabelSelector.js"
+import { RegionLabel } from "../model/Meta.js"
+import * as Networking from "../model/Networking.js"
+import * as Policy from "../model/Policy.js"
 import * as Rbac from "../model/Rbac.js"
+import * as Volume from "../model/Volume.js"
 import type { JsonObject, PrinterColumn, ScaleSpec, Strategy } from "./Registry.js"
 
 type Json = Record<string, unknown>
@@ -77,6 +87,107 @@ const immutable = (path: string, a: unknown, b: unknown): ReadonlyArray<FieldErr
   jsonEqual(a, b) ? [] : [FieldError.invalid(path, a, "field is immutable")]
 
 const none = (): ReadonlyArray<FieldError.FieldError> => []
+
+/**
+ * Runs a typed validator of a model module on a JSON object. The object was decoded before
+ * defaulting, but admission may have changed it since, so it is decoded again: a shape error is
+ * reported as such instead of reaching the validator.
+ */
+const typed =
+  <A, I>(schema: Schema.Schema<A, I, never>, validate: (a: A) => ReadonlyArray<FieldError.FieldError>) =>
+  (o: JsonObject): ReadonlyArray<FieldError.FieldError> => {
+    const decoded = decodeObject(schema, o)
+    return Either.isLeft(decoded) ? decoded.left : validate(decoded.right)
+  }
+
+/** `typed` for update rules; a stored object that no longer decodes imposes nothing. */
+const typedUpdate =
+  <A, I>(schema: Schema.Schema<A, I, never>, validate: (a: A, old: A) => ReadonlyArray<FieldError.FieldError>) =>
+  (o: JsonObject, old: JsonObject): ReadonlyArray<FieldError.FieldError> => {
+    const decoded = decodeObject(schema, o)
+    const previous = decodeObject(schema, old)
+    if (Either.isLeft(decoded)) return decoded.left
+    return Either.isLeft(previous) ? [] : validate(decoded.right, previous.right)
+  }
+
+/** A claim (or claim template) with the defaults SetDefaults_PersistentVolumeClaim gives it. */
+const defaultClaimSpec = (spec: Json): Json => withDefault(spec, "volumeMode", "Filesystem")
+
+const defaultClaimTemplate = (t: unknown): Json => {
+  const template = obj(t) ?? {}
+  return {
+    ...template,
+    apiVersion: "v1",
+    kind: "PersistentVolumeClaim",
+    spec: defaultClaimSpec(obj(template["spec"]) ?? {}),
+    status: withDefault(obj(template["status"]) ?? {}, "phase", "Pending")
+  }
+}
+
+/** StatefulSet defaults (SetDefaults_StatefulSet); `maxUnavailable` stays unset (alpha upstream). */
+const defaultStatefulSetSpec = (s: Json): Json => {
+  let spec = withDefault(s, "podManagementPolicy", "OrderedReady")
+  let strategy = obj(spec["updateStrategy"]) ?? {}
+  if (strategy["type"] === undefined) strategy = { ...strategy, type: "RollingUpdate", rollingUpdate: obj(strategy["rollingUpdate"]) ?? {} }
+  const rollingUpdate = obj(strategy["rollingUpdate"])
+  if (strategy["type"] === "RollingUpdate" && rollingUpdate) strategy = { ...strategy, rollingUpdate: withDefault(rollingUpdate, "partition", 0) }
+  const retention = obj(spec["persistentVolumeClaimRetentionPolicy"]) ?? {}
+  spec = {
+    ...spec,
+    updateStrategy: strategy,
+    persistentVolumeClaimRetentionPolicy: withDefault(withDefault(retention, "whenDeleted", "Retain"), "whenScaled", "Retain")
+  }
+  spec = withDefault(withDefault(spec, "replicas", 1), "revisionHistoryLimit", 10)
+  if (Array.isArray(spec["volumeClaimTemplates"])) spec = { ...spec, volumeClaimTemplates: spec["volumeClaimTemplates"].map(defaultClaimTemplate) }
+  return defaultTemplate(spec)
+}
+
+/** DaemonSet defaults (SetDefaults_DaemonSet). */
+const defaultDaemonSetSpec = (s: Json): Json => {
+  let strategy = obj(s["updateStrategy"]) ?? {}
+  strategy = withDefault(strategy, "type", "RollingUpdate")
+  if (strategy["type"] === "RollingUpdate") {
+    const rollingUpdate = withDefault(withDefault(obj(strategy["rollingUpdate"]) ?? {}, "maxUnavailable", 1), "maxSurge", 0)
+    strategy = { ...strategy, rollingUpdate }
+  }
+  return defaultTemplate(withDefault({ ...s, updateStrategy: strategy }, "revisionHistoryLimit", 10))
+}
+
+/** Job spec defaults (SetDefaults_Job); CronJob job templates only get pod defaults, as upstream. */
+const defaultJobSpec = (s: Json): Json => {
+  let spec = s
+  if (spec["completions"] === undefined && spec["parallelism"] === undefined) spec = { ...spec, completions: 1, parallelism: 1 }
+  spec = withDefault(spec, "parallelism", 1)
+  spec = withDefault(spec, "backoffLimit", spec["backoffLimitPerIndex"] !== undefined ? 2147483647 : 6)
+  spec = withDefault(spec, "completionMode", "NonIndexed")
+  spec = withDefault(spec, "suspend", false)
+  const failurePolicy = obj(spec["podFailurePolicy"])
+  if (failurePolicy) {
+    const rules = arr(failurePolicy["rules"]).map((r) => {
+      const rule = obj(r) ?? {}
+      return Array.isArray(rule["onPodConditions"]) ? { ...rule, onPodConditions: rule["onPodConditions"].map((c) => withDefault(obj(c) ?? {}, "status", "True")) } : rule
+    })
+    spec = { ...spec, podFailurePolicy: { ...failurePolicy, rules } }
+  }
+  spec = withDefault(spec, "podReplacementPolicy", failurePolicy ? "Failed" : "TerminatingOrFailed")
+  spec = withDefault(spec, "manualSelector", false)
+  return defaultTemplate(spec)
+}
+
+/**
+ * A Job without labels of its own takes its template's (SetDefaults_Job). The region label the
+ * server adds to every object does not count as the Job's own.
+ */
+const defaultJobLabels = (o: JsonObject): JsonObject => {
+  const m = obj(o["metadata"]) ?? {}
+  const labels = obj(m["labels"]) ?? {}
+  const templateLabels = obj(obj(obj(o["spec"])?.["template"])?.["metadata"])?.["labels"]
+  const own = Object.keys(labels).filter((k) => k !== RegionLabel)
+  return own.length === 0 && obj(templateLabels) ? { ...o, metadata: { ...m, labels: { ...(obj(templateLabels) ?? {}), ...labels } } } : o
+}
+
+/** Whether the object's `spec.template` already carries the `batch.kubernetes.io/` labels. */
+const hasPrefixedJobLabels = (o: JsonObject) => obj(obj(obj(obj(o["spec"])?.["template"])?.["metadata"])?.["labels"])?.[Batch.ControllerUidLabel] !== undefined
 
 const base: Strategy = {
   defaults: (o) => o,
@@ -269,6 +380,88 @@ const strategies: Record<string, Strategy> = {
     prepareForCreate: (o) => ({ ...o, status: { replicas: 0 } }),
     validateUpdate: (o, old) => immutable("spec.selector", obj(o["spec"])?.["selector"], obj(old["spec"])?.["selector"]),
     tracksGeneration: true
+  },
+  "apps/v1/StatefulSet": {
+    ...base,
+    defaults: (o) => withSpec(o, defaultStatefulSetSpec),
+    prepareForCreate: (o) => ({ ...o, status: { replicas: 0, availableReplicas: 0 } }),
+    validate: typed(Apps.StatefulSet, Apps.validateStatefulSet),
+    validateUpdate: typedUpdate(Apps.StatefulSet, Apps.validateStatefulSetUpdate),
+    tracksGeneration: true
+  },
+  "apps/v1/DaemonSet": {
+    ...base,
+    defaults: (o) => withSpec(o, defaultDaemonSetSpec),
+    prepareForCreate: (o) => ({ ...o, status: { currentNumberScheduled: 0, numberMisscheduled: 0, desiredNumberScheduled: 0, numberReady: 0 } }),
+    validate: typed(Apps.DaemonSet, Apps.validateDaemonSet),
+    validateUpdate: typedUpdate(Apps.DaemonSet, Apps.validateDaemonSetUpdate),
+    tracksGeneration: true
+  },
+  "apps/v1/ControllerRevision": {
+    ...base,
+    validate: typed(Apps.ControllerRevision, Apps.validateControllerRevision),
+    validateUpdate: typedUpdate(Apps.ControllerRevision, Apps.validateControllerRevisionUpdate)
+  },
+  "batch/v1/Job": {
+    ...base,
+    defaults: (o) => defaultJobLabels(withSpec(o, defaultJobSpec)),
+    // The selector is generated here, not in `defaults`: it needs the uid, which the server
+    // assigns (with name and creationTimestamp) before calling prepareForCreate, just as
+    // kube-apiserver's BeforeCreate fills system fields before the Job strategy's PrepareForCreate.
+    prepareForCreate: (o) => ({ ...(Batch.generateSelector(o as unknown as Batch.Job) as unknown as JsonObject), status: {} }),
+    validate: (o) => typed(Batch.Job, (job) => Batch.validateJob(job, { requirePrefixedLabels: hasPrefixedJobLabels(o) }))(o),
+    validateUpdate: typedUpdate(Batch.Job, Batch.validateJobUpdate),
+    tracksGeneration: true
+  },
+  "batch/v1/CronJob": {
+    ...base,
+    defaults: (o) =>
+      withSpec(o, (s) => {
+        let spec = withDefault(s, "concurrencyPolicy", "Allow")
+        spec = withDefault(spec, "suspend", false)
+        spec = withDefault(spec, "successfulJobsHistoryLimit", 3)
+        spec = withDefault(spec, "failedJobsHistoryLimit", 1)
+        const jobTemplate = obj(spec["jobTemplate"])
+        const jobSpec = obj(jobTemplate?.["spec"])
+        return jobTemplate && jobSpec ? { ...spec, jobTemplate: { ...jobTemplate, spec: defaultTemplate(jobSpec) } } : spec
+      }),
+    prepareForCreate: (o) => ({ ...o, status: {} }),
+    validate: typed(Batch.CronJob, Batch.validateCronJob),
+    tracksGeneration: true
+  },
+  "v1/PersistentVolumeClaim": {
+    ...base,
+    defaults: (o) => withSpec(o, defaultClaimSpec),
+    prepareForCreate: (o) => ({ ...o, status: { phase: "Pending" } }),
+    validate: typed(Volume.PersistentVolumeClaim, Volume.validateClaim),
+    validateUpdate: typedUpdate(Volume.PersistentVolumeClaim, Volume.validateClaimUpdate),
+    deleteReturnsObject: true
+  },
+  "v1/PersistentVolume": {
+    ...base,
+    defaults: (o) => withSpec(o, (s) => withDefault(withDefault(s, "persistentVolumeReclaimPolicy", "Retain"), "volumeMode", "Filesystem")),
+    prepareForCreate: (o) => ({ ...o, status: { phase: "Pending" } }),
+    validate: typed(Volume.PersistentVolume, Volume.validateVolume),
+    validateUpdate: typedUpdate(Volume.PersistentVolume, Volume.validateVolumeUpdate),
+    deleteReturnsObject: true
+  },
+  "discovery.k8s.io/v1/EndpointSlice": {
+    ...base,
+    defaults: (o) =>
+      Array.isArray(o["ports"]) ? { ...o, ports: o["ports"].map((p) => withDefault(withDefault(obj(p) ?? {}, "name", ""), "protocol", "TCP")) } : o,
+    validate: typed(EndpointSlice.EndpointSlice, EndpointSlice.validate),
+    validateUpdate: typedUpdate(EndpointSlice.EndpointSlice, EndpointSlice.validateUpdate)
+  },
+  "policy/v1/PodDisruptionBudget": {
+    ...base,
+    prepareForCreate: (o) => ({ ...o, status: { disruptionsAllowed: 0, currentHealthy: 0, desiredHealthy: 0, expectedPods: 0 } }),
+    validate: typed(Policy.PodDisruptionBudget, Policy.validatePodDisruptionBudget),
+    tracksGeneration: true
+  },
+  "networking.k8s.io/v1/IPAddress": {
+    ...base,
+    validate: typed(Networking.IPAddress, Networking.validateIPAddress),
+    validateUpdate: (o, old) => immutable("spec.parentRef", obj(o["spec"])?.["parentRef"], obj(old["spec"])?.["parentRef"])
   }
 }
 
@@ -299,18 +492,32 @@ export const forKind = (apiVersion: string, kind: string): Strategy => strategie
 /** The neutral strategy (custom resources start from it). */
 export const neutral: Strategy = base
 
-const withStatus = new Set(["Pod", "Node", "Namespace", "Service", "Deployment", "ReplicaSet", "CustomResourceDefinition", "ResourceQuota"])
-const scale: Record<string, ScaleSpec> = {
-  Deployment: { specReplicasPath: "spec.replicas", statusReplicasPath: "status.replicas", labelSelectorPath: "spec.selector" },
-  ReplicaSet: { specReplicasPath: "spec.replicas", statusReplicasPath: "status.replicas", labelSelectorPath: "spec.selector" }
-}
+const withStatus = new Set([
+  "Pod",
+  "Node",
+  "Namespace",
+  "Service",
+  "Deployment",
+  "ReplicaSet",
+  "StatefulSet",
+  "DaemonSet",
+  "Job",
+  "CronJob",
+  "PersistentVolumeClaim",
+  "PersistentVolume",
+  "PodDisruptionBudget",
+  "CustomResourceDefinition",
+  "ResourceQuota"
+])
+const replicasScale: ScaleSpec = { specReplicasPath: "spec.replicas", statusReplicasPath: "status.replicas", labelSelectorPath: "spec.selector" }
+const scale: Record<string, ScaleSpec> = { Deployment: replicasScale, ReplicaSet: replicasScale, StatefulSet: replicasScale }
 
 /** The subresources a built-in kind has. */
 export const subresources = (kind: string) => ({ status: withStatus.has(kind), scale: scale[kind] })
 
 /** Discovery categories (`kubectl get all`). */
 export const categories = (kind: string): ReadonlyArray<string> =>
-  ["Pod", "Service", "Deployment", "ReplicaSet"].includes(kind) ? ["all"] : []
+  ["Pod", "Service", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob"].includes(kind) ? ["all"] : []
 
 const age: PrinterColumn = { name: "Age", type: "date", value: ".metadata.creationTimestamp" }
 
@@ -323,7 +530,199 @@ const containersReady = (o: JsonObject) => {
 const restarts = (o: JsonObject) =>
   arr(obj(o["status"])?.["containerStatuses"]).reduce<number>((n, s) => n + Number(obj(s)?.["restartCount"] ?? 0), 0)
 
+/** kubectl's `duration.HumanDuration` (`45s`, `3m20s`, `5h10m`, `3d4h`, `2y30d`). */
+export const humanDuration = (ms: number): string => {
+  const seconds = Math.trunc(ms / 1000)
+  if (seconds < -1) return "<invalid>"
+  if (seconds < 0) return "0s"
+  if (seconds < 120) return `${seconds}s`
+  const minutes = Math.floor(seconds / 60)
+  if (minutes < 10) return seconds % 60 === 0 ? `${minutes}m` : `${minutes}m${seconds % 60}s`
+  if (minutes < 180) return `${minutes}m`
+  const hours = Math.floor(minutes / 60)
+  if (hours < 8) return minutes % 60 === 0 ? `${hours}h` : `${hours}h${minutes % 60}m`
+  if (hours < 48) return `${hours}h`
+  if (hours < 24 * 8) return hours % 24 === 0 ? `${hours / 24}d` : `${Math.floor(hours / 24)}d${hours % 24}h`
+  if (hours < 24 * 365 * 2) return `${Math.floor(hours / 24)}d`
+  const years = Math.floor(hours / 24 / 365)
+  const days = Math.floor(hours / 24) % 365
+  if (hours < 24 * 365 * 8) return days === 0 ? `${years}y` : `${years}y${days}d`
+  return `${years}y`
+}
+
+// Printer values get no clock; like kubectl's printers (time.Since), the few that need "now"
+// (a running Job's duration, a CronJob's last schedule) read the wall clock.
+const sinceTimestamp = (t: unknown): string | undefined => (typeof t === "string" ? humanDuration(Date.now() - Date.parse(t)) : undefined)
+
+const str = (v: unknown): string => (typeof v === "string" ? v : v === undefined || v === null ? "" : String(v))
+const num = (v: unknown): number => (typeof v === "number" ? v : 0)
+const spec = (o: JsonObject) => obj(o["spec"]) ?? {}
+const status = (o: JsonObject) => obj(o["status"]) ?? {}
+
+const podTemplate = (o: JsonObject) => obj(obj(spec(o)["template"])?.["spec"]) ?? {}
+const containerNames = (template: Json) => arr(template["containers"]).map((c) => str(obj(c)?.["name"])).join(",")
+const containerImages = (template: Json) => arr(template["containers"]).map((c) => str(obj(c)?.["image"])).join(",")
+const selectorText = (selector: unknown) => {
+  const s = obj(selector)
+  return s === undefined ? "<none>" : LabelSelector.formatSelector(s as LabelSelector.LabelSelector) || "<none>"
+}
+const labelsText = (labels: unknown) =>
+  Object.entries(obj(labels) ?? {})
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([k, v]) => `${k}=${str(v)}`)
+    .join(",") || "<none>"
+
+/** `kubectl get -o wide`'s Containers, Images and Selector columns of a workload. */
+const workloadWide = (template: (o: JsonObject) => Json, withSelector = true): ReadonlyArray<PrinterColumn> => [
+  { name: "Containers", type: "string", value: (o) => containerNames(template(o)), priority: 1 },
+  { name: "Images", type: "string", value: (o) => containerImages(template(o)), priority: 1 },
+  ...(withSelector ? [{ name: "Selector", type: "string", value: (o: JsonObject) => selectorText(spec(o)["selector"]), priority: 1 } as const] : [])
+]
+
+const jobCondition = (o: JsonObject, type: string) => arr(status(o)["conditions"]).some((c) => obj(c)?.["type"] === type && obj(c)?.["status"] === "True")
+
+const jobStatus = (o: JsonObject): string => {
+  if (jobCondition(o, "Complete")) return "Complete"
+  if (jobCondition(o, "Failed")) return "Failed"
+  if (obj(o["metadata"])?.["deletionTimestamp"] !== undefined) return "Terminating"
+  if (jobCondition(o, "Suspended")) return "Suspended"
+  if (jobCondition(o, "FailureTarget")) return "FailureTarget"
+  if (jobCondition(o, "SuccessCriteriaMet")) return "SuccessCriteriaMet"
+  return "Running"
+}
+
+const jobCompletions = (o: JsonObject): string => {
+  const succeeded = num(status(o)["succeeded"])
+  const completions = spec(o)["completions"]
+  if (typeof completions === "number") return `${succeeded}/${completions}`
+  const parallelism = spec(o)["parallelism"]
+  return typeof parallelism === "number" && parallelism > 1 ? `${succeeded}/1 of ${parallelism}` : `${succeeded}/1`
+}
+
+const jobDuration = (o: JsonObject): string => {
+  const start = status(o)["startTime"]
+  const end = status(o)["completionTime"]
+  if (typeof start !== "string") return ""
+  return typeof end === "string" ? humanDuration(Date.parse(end) - Date.parse(start)) : (sinceTimestamp(start) ?? "")
+}
+
+const intOrString = (v: unknown): string => (v === undefined || v === null ? "N/A" : String(v))
+
+/** kubectl's `formatDiscoveryPorts`/`formatDiscoveryEndpoints`: three items, then "+ N more...". */
+const listWithMore = (items: ReadonlyArray<string>): string => {
+  if (items.length === 0) return "<unset>"
+  const shown = items.slice(0, 3).join(",")
+  return items.length > 3 ? `${shown} + ${items.length - 3} more...` : shown
+}
+
+const controllerOf = (o: JsonObject): string => {
+  const ref = arr(obj(o["metadata"])?.["ownerReferences"]).map(obj).find((r) => r?.["controller"] === true)
+  if (ref === undefined) return "<none>"
+  const apiVersion = str(ref["apiVersion"])
+  const group = apiVersion.includes("/") ? apiVersion.slice(0, apiVersion.indexOf("/")) : ""
+  return `${str(ref["kind"]).toLowerCase()}${group === "" ? "" : `.${group}`}/${str(ref["name"])}`
+}
+
 const columns: Record<string, ReadonlyArray<PrinterColumn>> = {
+  StatefulSet: [
+    { name: "Ready", type: "string", value: (o) => `${num(status(o)["readyReplicas"])}/${num(spec(o)["replicas"])}` },
+    age,
+    ...workloadWide(podTemplate, false)
+  ],
+  DaemonSet: [
+    { name: "Desired", type: "integer", value: (o) => num(status(o)["desiredNumberScheduled"]) },
+    { name: "Current", type: "integer", value: (o) => num(status(o)["currentNumberScheduled"]) },
+    { name: "Ready", type: "integer", value: (o) => num(status(o)["numberReady"]) },
+    { name: "Up-to-date", type: "integer", value: (o) => num(status(o)["updatedNumberScheduled"]) },
+    { name: "Available", type: "integer", value: (o) => num(status(o)["numberAvailable"]) },
+    { name: "Node Selector", type: "string", value: (o) => labelsText(podTemplate(o)["nodeSelector"]) },
+    age,
+    ...workloadWide(podTemplate)
+  ],
+  ControllerRevision: [
+    { name: "Controller", type: "string", value: controllerOf },
+    { name: "Revision", type: "integer", value: (o) => num(o["revision"]) },
+    age
+  ],
+  Job: [
+    { name: "Status", type: "string", value: jobStatus },
+    { name: "Completions", type: "string", value: jobCompletions },
+    { name: "Duration", type: "string", value: jobDuration },
+    age,
+    ...workloadWide(podTemplate)
+  ],
+  CronJob: [
+    { name: "Schedule", type: "string", value: (o) => str(spec(o)["schedule"]) },
+    { name: "Timezone", type: "string", value: (o) => str(spec(o)["timeZone"]) || "<none>" },
+    { name: "Suspend", type: "boolean", value: (o) => (typeof spec(o)["suspend"] === "boolean" ? (spec(o)["suspend"] ? "True" : "False") : "<unset>") },
+    { name: "Active", type: "integer", value: (o) => arr(status(o)["active"]).length },
+    { name: "Last Schedule", type: "string", value: (o) => sinceTimestamp(status(o)["lastScheduleTime"]) ?? "<none>" },
+    age,
+    ...workloadWide((o) => obj(obj(obj(spec(o)["jobTemplate"])?.["spec"])?.["template"])?.["spec"] as Json ?? {}, false),
+    { name: "Selector", type: "string", value: (o) => selectorText(obj(obj(spec(o)["jobTemplate"])?.["spec"])?.["selector"]), priority: 1 }
+  ],
+  PersistentVolumeClaim: [
+    { name: "Status", type: "string", value: (o) => (obj(o["metadata"])?.["deletionTimestamp"] ? "Terminating" : str(status(o)["phase"])) },
+    { name: "Volume", type: "string", value: (o) => str(spec(o)["volumeName"]) },
+    { name: "Capacity", type: "string", value: (o) => (str(spec(o)["volumeName"]) === "" ? "" : str(obj(status(o)["capacity"])?.["storage"])) },
+    {
+      name: "Access Modes",
+      type: "string",
+      value: (o) => (str(spec(o)["volumeName"]) === "" ? "" : Volume.accessModesShort(arr(status(o)["accessModes"]) as ReadonlyArray<string>))
+    },
+    { name: "StorageClass", type: "string", value: (o) => str(spec(o)["storageClassName"]) },
+    { name: "VolumeAttributesClass", type: "string", value: (o) => str(spec(o)["volumeAttributesClassName"]) || "<unset>" },
+    age,
+    { name: "VolumeMode", type: "string", value: (o) => str(spec(o)["volumeMode"]) || "<unset>", priority: 1 }
+  ],
+  PersistentVolume: [
+    { name: "Capacity", type: "string", value: (o) => str(obj(spec(o)["capacity"])?.["storage"]) },
+    { name: "Access Modes", type: "string", value: (o) => Volume.accessModesShort(arr(spec(o)["accessModes"]) as ReadonlyArray<string>) },
+    { name: "Reclaim Policy", type: "string", value: (o) => str(spec(o)["persistentVolumeReclaimPolicy"]) },
+    { name: "Status", type: "string", value: (o) => (obj(o["metadata"])?.["deletionTimestamp"] ? "Terminating" : str(status(o)["phase"])) },
+    {
+      name: "Claim",
+      type: "string",
+      value: (o) => {
+        const ref = obj(spec(o)["claimRef"])
+        return ref ? `${str(ref["namespace"])}/${str(ref["name"])}` : ""
+      }
+    },
+    { name: "StorageClass", type: "string", value: (o) => str(spec(o)["storageClassName"]) },
+    { name: "VolumeAttributesClass", type: "string", value: (o) => str(spec(o)["volumeAttributesClassName"]) || "<unset>" },
+    { name: "Reason", type: "string", value: (o) => str(status(o)["reason"]) },
+    age,
+    { name: "VolumeMode", type: "string", value: (o) => str(spec(o)["volumeMode"]) || "<unset>", priority: 1 }
+  ],
+  EndpointSlice: [
+    { name: "AddressType", type: "string", value: (o) => str(o["addressType"]) },
+    {
+      name: "Ports",
+      type: "string",
+      value: (o) => listWithMore(arr(o["ports"]).map((p) => (typeof obj(p)?.["port"] === "number" ? String(obj(p)?.["port"]) : str(obj(p)?.["name"]) || "*")))
+    },
+    { name: "Endpoints", type: "string", value: (o) => listWithMore(arr(o["endpoints"]).flatMap((e) => arr(obj(e)?.["addresses"]).map(str))) },
+    age
+  ],
+  PodDisruptionBudget: [
+    { name: "Min Available", type: "string", value: (o) => intOrString(spec(o)["minAvailable"]) },
+    { name: "Max Unavailable", type: "string", value: (o) => intOrString(spec(o)["maxUnavailable"]) },
+    { name: "Allowed Disruptions", type: "integer", value: (o) => num(status(o)["disruptionsAllowed"]) },
+    age
+  ],
+  IPAddress: [
+    {
+      name: "ParentRef",
+      type: "string",
+      value: (o) => {
+        const ref = obj(spec(o)["parentRef"]) ?? {}
+        const group = str(ref["group"]).toLowerCase()
+        const namespace = str(ref["namespace"])
+        return `${str(ref["resource"]).toLowerCase()}${group === "" ? "" : `.${group}`}/${namespace === "" ? "" : `${namespace}/`}${str(ref["name"])}`
+      }
+    },
+    age
+  ],
   Pod: [
     { name: "Ready", type: "string", value: containersReady },
     { name: "Status", type: "string", value: (o) => (obj(o["metadata"])?.["deletionTimestamp"] ? "Terminating" : obj(o["status"])?.["phase"] ?? "") },

@@ -257,6 +257,9 @@ export const make = (config: Config) => {
     listAll,
     /** CREATE an object (its own apiVersion/kind/namespace say where). */
     create: (o: JsonObject) => request("POST", path(refOf(o), meta(o)["namespace"] as string | undefined), o),
+    /** POST to a subresource of an object (`pods/binding`, `pods/eviction`, `serviceaccounts/token`). */
+    createSubresource: (ref: ResourceRef, namespace: string | undefined, name: string, subresource: string, body: JsonObject) =>
+      request("POST", path(ref, namespace, name, subresource), body),
     /** UPDATE (PUT) an object; its resourceVersion makes it a compare-and-swap. */
     update: (o: JsonObject, subresource?: "status") =>
       request("PUT", path(refOf(o), meta(o)["namespace"] as string | undefined, String(meta(o)["name"]), subresource), o),

@@ -120,6 +120,8 @@ export interface Running {
   readonly idle: Effect.Effect<void>
   /** The shared informers. */
   readonly informers: Informer.Informers
+  /** Queue `key` on the named reconciler now (for components that learn of work another way). */
+  readonly enqueue: (reconciler: string, key: string) => void
 }
 
 /** Options of `start`. */
@@ -195,7 +197,7 @@ export const start = (options: Options): Effect.Effect<Running, never, Scope.Sco
   Effect.gen(function* () {
     const informers = options.informers ?? (yield* Informer.makeShared(options.client))
     const events = EventRecorder.make(options.client, { component: options.component ?? "fleet-controller-manager" })
-    const all: Array<{ metrics: () => Metrics; busy: () => boolean }> = []
+    const all: Array<{ name: string; metrics: () => Metrics; busy: () => boolean; enqueue: (key: string) => void }> = []
     const started = new Map<string, Informer.Informer>()
     const informer = (ref: Client.ResourceRef) => {
       const i = informers.for(ref)
@@ -279,6 +281,8 @@ export const start = (options: Options): Effect.Effect<Running, never, Scope.Sco
       yield* Effect.addFinalizer(() => Fiber.interrupt(fiber))
 
       all.push({
+        name: r.name,
+        enqueue,
         busy: () => inFlight > 0 || queue.depth() > 0,
         metrics: () => ({
           name: r.name,
@@ -307,5 +311,10 @@ export const start = (options: Options): Effect.Effect<Running, never, Scope.Sco
       }
     })
 
-    return { metrics: () => all.map((c) => c.metrics()), idle, informers }
+    return {
+      metrics: () => all.map((c) => c.metrics()),
+      idle,
+      informers,
+      enqueue: (name, key) => all.find((c) => c.name === name)?.enqueue(key)
+    }
   })

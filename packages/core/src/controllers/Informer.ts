@@ -144,8 +144,8 @@ export const make = (client: Client.Client, ref: Client.ResourceRef): Effect.Eff
       })
       .pipe(
         Stream.runForEach((e) => Effect.sync(() => apply(e.type, e.object))),
-        // The client's watch recovers from everything but a hard failure; keep trying.
-        Effect.catchAllCause(() => Effect.void),
+        // The client's watch recovers from everything but a hard failure; keep trying, gently.
+        Effect.catchAllCause(() => Effect.sleep(500)),
         Effect.forever,
         Effect.forkScoped
       )

@@ -5,19 +5,23 @@
  */
 import { Either, Option, type Schema } from "effect"
 import * as Apps from "./Apps.js"
+import * as Batch from "./Batch.js"
 import * as Config from "./Config.js"
 import * as Crd from "./CustomResourceDefinition.js"
 import { decodeObject, type DecodeOptions } from "./Decode.js"
+import * as EndpointSliceModule from "./EndpointSlice.js"
 import * as EventModule from "./Event.js"
 import * as FieldError from "./FieldError.js"
 import * as LeaseModule from "./Lease.js"
 import * as NamespaceModule from "./Namespace.js"
+import * as Networking from "./Networking.js"
 import * as NodeModule from "./Node.js"
 import * as PodModule from "./Pod.js"
 import * as RbacModule from "./Rbac.js"
 import * as Policy from "./Policy.js"
 import * as ServiceModule from "./Service.js"
 import * as ServiceAccountModule from "./ServiceAccount.js"
+import * as VolumeModule from "./Volume.js"
 
 /** Everything the API server needs to know about one kind. */
 export interface KindInfo {
@@ -73,6 +77,16 @@ export const all: ReadonlyArray<KindInfo> = [
   info("coordination.k8s.io/v1", "Lease", "leases", true, [], LeaseModule.Lease),
   info("apps/v1", "Deployment", "deployments", true, ["deploy"], Apps.Deployment),
   info("apps/v1", "ReplicaSet", "replicasets", true, ["rs"], Apps.ReplicaSet),
+  info("apps/v1", "StatefulSet", "statefulsets", true, ["sts"], Apps.StatefulSet),
+  info("apps/v1", "DaemonSet", "daemonsets", true, ["ds"], Apps.DaemonSet),
+  info("apps/v1", "ControllerRevision", "controllerrevisions", true, [], Apps.ControllerRevision),
+  info("batch/v1", "Job", "jobs", true, [], Batch.Job),
+  info("batch/v1", "CronJob", "cronjobs", true, ["cj"], Batch.CronJob),
+  info("v1", "PersistentVolumeClaim", "persistentvolumeclaims", true, ["pvc"], VolumeModule.PersistentVolumeClaim),
+  info("v1", "PersistentVolume", "persistentvolumes", false, ["pv"], VolumeModule.PersistentVolume),
+  info("discovery.k8s.io/v1", "EndpointSlice", "endpointslices", true, [], EndpointSliceModule.EndpointSlice),
+  info("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets", true, ["pdb"], Policy.PodDisruptionBudget),
+  info("networking.k8s.io/v1", "IPAddress", "ipaddresses", false, ["ip"], Networking.IPAddress),
   info("v1", "LimitRange", "limitranges", true, ["limits"], Policy.LimitRange),
   info("v1", "ResourceQuota", "resourcequotas", true, ["quota"], Policy.ResourceQuota),
   info("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", false, [], Policy.MutatingWebhookConfiguration),

@@ -1,15 +1,19 @@
 /**
  * Admission policy kinds: v1 `LimitRange` (per-container and per-pod defaults and bounds) and
  * `ResourceQuota` (hard caps on a namespace's usage, with the usage kept in `status.used`), the
- * `admissionregistration.k8s.io/v1` webhook configurations, and the `admission.k8s.io/v1`
- * `AdmissionReview` exchanged with external webhooks.
+ * `admissionregistration.k8s.io/v1` webhook configurations, the `admission.k8s.io/v1`
+ * `AdmissionReview` exchanged with external webhooks, and the `policy/v1` disruption kinds:
+ * `PodDisruptionBudget` (how many pods of a set voluntary evictions must leave running) and the
+ * `Eviction` body posted to `pods/eviction` (a request, never stored).
  */
 import { Schema } from "effect"
+import * as FieldError from "./FieldError.js"
 import { optional, StringMap } from "./internal/fields.js"
+import { IntOrPercent } from "./IntOrString.js"
 import { LabelSelector } from "./LabelSelector.js"
-import { ObjectMeta } from "./Meta.js"
+import { ConditionStatus, ObjectMeta } from "./Meta.js"
 import { ResourceList } from "./Quantity.js"
-import { Int32 } from "./Scalars.js"
+import { Int32, Int64, NonNegativeInt32, Time } from "./Scalars.js"
 
 // ---- LimitRange ------------------------------------------------------------------------------
 
@@ -222,3 +226,115 @@ export const AdmissionReview = Schema.Struct({
 
 /** An AdmissionReview. */
 export type AdmissionReview = typeof AdmissionReview.Type
+
+// ---- PodDisruptionBudget (policy/v1) ---------------------------------------------------------
+
+/** Whether running-but-unhealthy pods may be evicted only within budget, or always. */
+export const UnhealthyPodEvictionPolicy = Schema.Literal("AlwaysAllow", "IfHealthyBudget")
+
+/**
+ * The desired state of a budget: at most one of `minAvailable` and `maxUnavailable` (an integer
+ * or a percentage of the selected pods). An empty selector selects every pod of the namespace.
+ */
+export const PodDisruptionBudgetSpec = Schema.Struct({
+  minAvailable: optional(IntOrPercent),
+  maxUnavailable: optional(IntOrPercent),
+  selector: optional(LabelSelector),
+  unhealthyPodEvictionPolicy: optional(UnhealthyPodEvictionPolicy)
+})
+
+/** A disruption budget spec. */
+export type PodDisruptionBudgetSpec = typeof PodDisruptionBudgetSpec.Type
+
+/** A budget condition; the disruption controller maintains `DisruptionAllowed`. */
+export const PodDisruptionBudgetCondition = Schema.Struct({
+  type: Schema.String,
+  status: ConditionStatus,
+  observedGeneration: optional(Int64),
+  lastTransitionTime: optional(Time),
+  reason: optional(Schema.String),
+  message: optional(Schema.String)
+})
+
+/**
+ * The observed state of a budget. `disruptedPods` maps pods the eviction API has approved but
+ * that are not deleted yet to the time of approval, so concurrent evictions cannot overspend.
+ */
+export const PodDisruptionBudgetStatus = Schema.Struct({
+  observedGeneration: optional(Int64),
+  disruptedPods: optional(Schema.Record({ key: Schema.String, value: Time })),
+  disruptionsAllowed: optional(NonNegativeInt32),
+  currentHealthy: optional(NonNegativeInt32),
+  desiredHealthy: optional(NonNegativeInt32),
+  expectedPods: optional(NonNegativeInt32),
+  conditions: optional(Schema.Array(PodDisruptionBudgetCondition))
+})
+
+/** A disruption budget status. */
+export type PodDisruptionBudgetStatus = typeof PodDisruptionBudgetStatus.Type
+
+/** The `PodDisruptionBudget` kind (policy/v1, namespaced). */
+export const PodDisruptionBudget = Schema.Struct({
+  apiVersion: Schema.Literal("policy/v1"),
+  kind: Schema.Literal("PodDisruptionBudget"),
+  metadata: ObjectMeta,
+  spec: optional(PodDisruptionBudgetSpec),
+  status: optional(PodDisruptionBudgetStatus)
+})
+
+/** A PodDisruptionBudget object. */
+export type PodDisruptionBudget = typeof PodDisruptionBudget.Type
+
+const percentValue = (v: string | number): number | undefined => (typeof v === "string" && /^[0-9]+%$/.test(v) ? Number(v.slice(0, -1)) : undefined)
+
+/** Errors of a budget beyond its schema (kube-apiserver's `ValidatePodDisruptionBudgetSpec`). */
+export const validatePodDisruptionBudget = (pdb: PodDisruptionBudget): ReadonlyArray<FieldError.FieldError> => {
+  const spec = pdb.spec ?? {}
+  const errors: Array<FieldError.FieldError> = []
+  if (spec.minAvailable !== undefined && spec.maxUnavailable !== undefined) {
+    errors.push(FieldError.invalid("spec", spec, "minAvailable and maxUnavailable cannot be both set"))
+  }
+  for (const field of ["minAvailable", "maxUnavailable"] as const) {
+    const v = spec[field]
+    const percent = v === undefined ? undefined : percentValue(v)
+    if (percent !== undefined && percent > 100) errors.push(FieldError.invalid(`spec.${field}`, v, "must not be greater than 100%"))
+  }
+  return errors
+}
+
+// ---- Eviction (policy/v1) --------------------------------------------------------------------
+
+/** Conditions a delete must meet (the object's uid and resourceVersion). */
+export const Preconditions = Schema.Struct({
+  uid: optional(Schema.String),
+  resourceVersion: optional(Schema.String)
+})
+
+/** The options of a delete (the `DeleteOptions` body of DELETE, or inside an Eviction). */
+export const DeleteOptions = Schema.Struct({
+  apiVersion: optional(Schema.String),
+  kind: optional(Schema.String),
+  gracePeriodSeconds: optional(Int64),
+  preconditions: optional(Preconditions),
+  orphanDependents: optional(Schema.Boolean),
+  propagationPolicy: optional(Schema.Literal("Orphan", "Background", "Foreground")),
+  dryRun: optional(Schema.Array(Schema.String))
+})
+
+/** Delete options. */
+export type DeleteOptions = typeof DeleteOptions.Type
+
+/**
+ * The `Eviction` body POSTed to `pods/{name}/eviction`: which pod (`metadata.name`, and the
+ * namespace of the URL) and how to delete it. A request, not a stored kind: it is not in
+ * `Kinds.all`.
+ */
+export const Eviction = Schema.Struct({
+  apiVersion: Schema.Literal("policy/v1"),
+  kind: Schema.Literal("Eviction"),
+  metadata: ObjectMeta,
+  deleteOptions: optional(DeleteOptions)
+})
+
+/** An Eviction request. */
+export type Eviction = typeof Eviction.Type

@@ -3,3 +3,5 @@
  * kernel's contracts (the Store contract suite). The benchmark driver is `@koder/fleet-core/bench`.
  */
 export * as StoreContract from "./StoreContract.js"
+export * as SimulatedKubelet from "./SimulatedKubelet.js"
+export * as TestCluster from "./TestCluster.js"

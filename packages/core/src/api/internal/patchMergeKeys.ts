@@ -1,12 +1,15 @@
 /**
  * The strategic-merge list strategies of the built-in kinds, transcribed from the
- * `patchStrategy` / `patchMergeKey` struct tags in k8s.io/api (core/v1, apps/v1) and
+ * `patchStrategy` / `patchMergeKey` struct tags in k8s.io/api (core/v1, apps/v1, batch/v1,
+ * policy/v1, discovery/v1, networking/v1) and
  * k8s.io/apimachinery (meta/v1 ObjectMeta). A list without a `patchStrategy:"merge"` tag is
  * replaced by a strategic merge patch, so it is absent here on purpose; notably:
  * - `PodSpec.tolerations`, `NodeSpec.taints`, `PodSpec.readinessGates`, `Container.envFrom`,
  *   `Container.resizePolicy`, `Endpoints.subsets`, `Namespace.spec.finalizers` (no tag: atomic).
  * - `PodStatus.containerStatuses` / `initContainerStatuses`, `NodeStatus.images` (no tag).
  * - every list of a CustomResourceDefinition (`spec.versions`, `status.conditions`).
+ * - `StatefulSetSpec.volumeClaimTemplates`, `CronJobStatus.active`, `JobSpec.podFailurePolicy.rules`,
+ *   every list of an EndpointSlice (`endpoints`, `ports`: listType=atomic).
  */
 import { byValue, type MergeKeys } from "./patchStrategic.js"
 
@@ -44,8 +47,8 @@ const podStatus: Record<string, string> = {
   "status.resourceClaimStatuses": "name" // merge,retainKeys
 }
 
-// Deployment and ReplicaSet: their own metadata, the pod template's metadata and spec, and
-// status conditions by type.
+// Deployment, ReplicaSet, StatefulSet, DaemonSet and Job: their own metadata, the pod template's
+// metadata and spec, and status conditions by type.
 const podController: MergeKeys = {
   ...objectMeta(""),
   ...objectMeta("spec.template."),
@@ -58,6 +61,21 @@ export const builtInMergeKeys: Readonly<Record<string, MergeKeys>> = {
   "v1/Pod": { ...objectMeta(""), ...podSpec("spec"), ...podStatus },
   "apps/v1/Deployment": podController,
   "apps/v1/ReplicaSet": podController,
+  "apps/v1/StatefulSet": podController,
+  "apps/v1/DaemonSet": podController,
+  "apps/v1/ControllerRevision": objectMeta(""),
+  "batch/v1/Job": podController,
+  "batch/v1/CronJob": {
+    ...objectMeta(""),
+    ...objectMeta("spec.jobTemplate."),
+    ...objectMeta("spec.jobTemplate.spec.template."),
+    ...podSpec("spec.jobTemplate.spec.template.spec")
+  },
+  "v1/PersistentVolumeClaim": { ...objectMeta(""), "status.conditions": "type" },
+  "v1/PersistentVolume": objectMeta(""),
+  "discovery.k8s.io/v1/EndpointSlice": objectMeta(""),
+  "policy/v1/PodDisruptionBudget": { ...objectMeta(""), "status.conditions": "type" },
+  "networking.k8s.io/v1/IPAddress": objectMeta(""),
   "v1/Node": {
     ...objectMeta(""),
     "spec.podCIDRs": byValue,
