@@ -374,7 +374,10 @@ const commitUpdate = (q: Req, name: string, kv: KeyValue, old: JsonObject, next:
     const r = q.resource
     if (Objects.sameObject(next, old)) return old
     const key = keyOf(r, q.route.namespace, name)
-    if (Objects.meta(next)["deletionTimestamp"] !== undefined && Objects.finalizers(next).length === 0) {
+    // The last finalizer gone ends a deletion, unless a grace period still runs (a pod its node
+    // has not yet stopped): then the node's grace-0 delete ends it, as in Kubernetes.
+    const m = Objects.meta(next)
+    if (m["deletionTimestamp"] !== undefined && Objects.finalizers(next).length === 0 && Number(m["deletionGracePeriodSeconds"] ?? 0) === 0) {
       if (!dryRun) yield* q.ctx.store.delete(key, kv.modRevision).pipe(Effect.mapError(storeError(r, name)))
       return next
     }
