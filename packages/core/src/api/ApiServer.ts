@@ -174,7 +174,10 @@ export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Sc
           return yield* extra.handle(request, route, { store: options.store, registry, resource: r, transformer })
         }
         if (route.subresource !== undefined) {
-          const ok = (route.subresource === "status" && r.subresources.status) || (route.subresource === "scale" && r.subresources.scale !== undefined)
+          const ok =
+            (route.subresource === "status" && r.subresources.status) ||
+            (route.subresource === "scale" && r.subresources.scale !== undefined) ||
+            (route.subresource === "finalize" && r.group === "" && r.kind === "Namespace" && request.method.toUpperCase() !== "GET")
           if (!ok || route.name === undefined) return yield* Effect.fail(notFoundPath())
         }
         const q = { ctx, resource: r, route, request }

@@ -127,7 +127,7 @@ export const prepareCreate = (resource: Resource, decoded: JsonObject, ctx: Crea
 }
 
 /** Which part of an object an update may change. */
-export type UpdateTarget = "main" | "status"
+export type UpdateTarget = "main" | "status" | "finalize"
 
 /**
  * Merge an update into the current object: identity and server-owned fields come from `old`;
@@ -149,6 +149,10 @@ export const prepareUpdate = (
   let next: JsonObject
   if (target === "status") {
     next = { ...old, status: decoded["status"] }
+  } else if (target === "finalize") {
+    // A Namespace's `finalize` subresource changes only spec.finalizers.
+    const spec = (decoded["spec"] ?? {}) as Record<string, unknown>
+    next = { ...old, spec: { ...((old["spec"] ?? {}) as Record<string, unknown>), finalizers: spec["finalizers"] ?? [] } }
   } else {
     const metadata: Metadata = {
       ...newMeta,
@@ -171,6 +175,11 @@ export const prepareUpdate = (
     }
     next = resource.strategy.defaults(withMeta(decoded, metadata))
     if (resource.subresources.status) next = { ...next, status: old["status"] }
+    // Namespace finalizers change only through `finalize`, as in Kubernetes.
+    if (resource.group === "" && resource.kind === "Namespace") {
+      next = { ...next, spec: { ...((next["spec"] ?? {}) as Record<string, unknown>), finalizers: ((old["spec"] ?? {}) as Record<string, unknown>)["finalizers"] } }
+      if ((next["spec"] as Record<string, unknown>)["finalizers"] === undefined) delete (next["spec"] as Record<string, unknown>)["finalizers"]
+    }
     if (next["status"] === undefined) delete next["status"]
     const errors = [...resource.strategy.validate(next), ...resource.strategy.validateUpdate(next, old)]
     if (errors.length > 0) return Either.left(invalid(resource, name, errors))

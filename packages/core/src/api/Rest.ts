@@ -368,16 +368,30 @@ export const create = (q: Req) =>
     )
   })
 
+/** Which part of the object a PUT or PATCH may change: the whole, its status, or (Namespace) its finalizers. */
+const updateTarget = (q: Req): Objects.UpdateTarget =>
+  q.route.subresource === "status" ? "status" : q.route.subresource === "finalize" ? "finalize" : "main"
+
+/** Whether a deleted object may now go: no finalizers, no grace period left, no namespace finalizers. */
+const finalized = (r: Req["resource"], o: JsonObject): boolean => {
+  const m = Objects.meta(o)
+  if (m["deletionTimestamp"] === undefined || Objects.finalizers(o).length > 0) return false
+  // A pod its node has not yet stopped outlives its last finalizer: the node's grace-0 delete ends it.
+  if (Number(m["deletionGracePeriodSeconds"] ?? 0) !== 0) return false
+  if (r.group === "" && r.kind === "Namespace") {
+    const specFinalizers = ((o["spec"] ?? {}) as Record<string, unknown>)["finalizers"]
+    if (Array.isArray(specFinalizers) && specFinalizers.length > 0) return false
+  }
+  return true
+}
+
 /** Write `next` over `kv` (CAS on its revision), deleting instead when finalization is complete. */
 const commitUpdate = (q: Req, name: string, kv: KeyValue, old: JsonObject, next: JsonObject, dryRun: boolean) =>
   Effect.gen(function* () {
     const r = q.resource
     if (Objects.sameObject(next, old)) return old
     const key = keyOf(r, q.route.namespace, name)
-    // The last finalizer gone ends a deletion, unless a grace period still runs (a pod its node
-    // has not yet stopped): then the node's grace-0 delete ends it, as in Kubernetes.
-    const m = Objects.meta(next)
-    if (m["deletionTimestamp"] !== undefined && Objects.finalizers(next).length === 0 && Number(m["deletionGracePeriodSeconds"] ?? 0) === 0) {
+    if (finalized(r, next)) {
       if (!dryRun) yield* q.ctx.store.delete(key, kv.modRevision).pipe(Effect.mapError(storeError(r, name)))
       return next
     }
@@ -413,7 +427,7 @@ export const update = (q: Req, name: string) =>
     const { kv, object: old } = yield* current(q, name)
     yield* expectedRevision(r, name, scoped, kv)
     const { object: decoded, warnings } = yield* decodeBody(q, scoped, options.fieldValidation, name)
-    const next = yield* fromEither(Objects.prepareUpdate(r, decoded, old, q.route.subresource === "status" ? "status" : "main"))
+    const next = yield* fromEither(Objects.prepareUpdate(r, decoded, old, updateTarget(q)))
     const written = yield* commitUpdate(q, name, kv, old, next, options.dryRun)
     return json(200, written, warningHeader(warnings))
   })
@@ -439,7 +453,7 @@ export const patch = (q: Req, name: string) =>
               const body = yield* fromEither(Body.asObject(patched))
               yield* expectedRevision(r, name, body, kv)
               const { object: decoded, warnings } = yield* decodeBody(q, body, options.fieldValidation, name)
-              const next = yield* fromEither(Objects.prepareUpdate(r, decoded, old, q.route.subresource === "status" ? "status" : "main"))
+              const next = yield* fromEither(Objects.prepareUpdate(r, decoded, old, updateTarget(q)))
               const written = yield* commitUpdate(q, name, kv, old, next, options.dryRun)
               return json(200, written, warningHeader(warnings))
             })

@@ -68,7 +68,7 @@ describe("Controller runner", () => {
           name: "moody",
           primary: CmRef,
           reconcile: (key) =>
-            Effect.suspend(() => {
+            Effect.suspend((): Effect.Effect<Controller.Result | void, Controller.ReconcileError> => {
               const n = (calls.get(key) ?? 0) + 1
               calls.set(key, n)
               if (key === "default/flaky" && n <= 3) return Effect.fail(apiError())
