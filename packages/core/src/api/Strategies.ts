@@ -316,6 +316,7 @@ const strategies: Record<string, Strategy> = {
         return defaultTemplate(spec)
       }),
     prepareForCreate: (o) => ({ ...o, status: {} }),
+    validate: (o) => validateDeploymentSpec(obj(o["spec"]) ?? {}),
     validateUpdate: (o, old) => immutable("spec.selector", obj(o["spec"])?.["selector"], obj(old["spec"])?.["selector"]),
     tracksGeneration: true
   },
@@ -484,6 +485,42 @@ const base64 = (text: string): string => {
   let binary = ""
   for (let i = 0; i < bytes.length; i++) binary += String.fromCharCode(bytes[i]!)
   return btoa(binary)
+}
+
+const isZeroIntOrPercent = (v: unknown) => v === 0 || v === "0%" || v === "0"
+
+/**
+ * A Deployment's rules beyond its schema, worded as kube-apiserver words them: a rolling update
+ * must be able to make progress (maxSurge and maxUnavailable not both 0, maxUnavailable at most
+ * 100%), Recreate takes no rollingUpdate, the progress deadline outlasts minReadySeconds, and
+ * pods of a Deployment always restart.
+ */
+const validateDeploymentSpec = (spec: Json): ReadonlyArray<FieldError.FieldError> => {
+  const errors: Array<FieldError.FieldError> = []
+  const strategy = obj(spec["strategy"]) ?? {}
+  const rolling = obj(strategy["rollingUpdate"])
+  if (strategy["type"] === "Recreate" && rolling !== undefined) {
+    errors.push(FieldError.forbidden("spec.strategy.rollingUpdate", "may not be specified when strategy `type` is 'Recreate'"))
+  }
+  if (strategy["type"] !== "Recreate" && rolling !== undefined) {
+    const unavailable = rolling["maxUnavailable"]
+    if (isZeroIntOrPercent(unavailable) && isZeroIntOrPercent(rolling["maxSurge"])) {
+      errors.push(FieldError.invalid("spec.strategy.rollingUpdate.maxUnavailable", unavailable, "may not be 0 when `maxSurge` is 0"))
+    }
+    if (typeof unavailable === "string" && /^\d+%$/.test(unavailable) && Number.parseInt(unavailable, 10) > 100) {
+      errors.push(FieldError.invalid("spec.strategy.rollingUpdate.maxUnavailable", unavailable, "must not be greater than 100%"))
+    }
+  }
+  const deadline = spec["progressDeadlineSeconds"]
+  const minReady = Number(spec["minReadySeconds"] ?? 0)
+  if (typeof deadline === "number" && deadline <= minReady) {
+    errors.push(FieldError.invalid("spec.progressDeadlineSeconds", deadline, "must be greater than minReadySeconds"))
+  }
+  const restartPolicy = obj(obj(spec["template"])?.["spec"])?.["restartPolicy"]
+  if (restartPolicy !== undefined && restartPolicy !== "Always") {
+    errors.push(FieldError.notSupported("spec.template.spec.restartPolicy", restartPolicy, ["Always"]))
+  }
+  return errors
 }
 
 /** The strategy of a built-in kind (a neutral one for kinds without special rules). */
