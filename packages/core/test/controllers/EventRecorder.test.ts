@@ -1,0 +1,47 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as EventRecorder from "../../src/controllers/EventRecorder.js"
+import * as TestCluster from "../../src/testing/TestCluster.js"
+
+const EventRef = { apiVersion: "v1", kind: "Event" } as const
+
+describe("EventRecorder", () => {
+  it.live("aggregates a repeated event into one object with a count and first/last timestamps", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const cluster = yield* TestCluster.make({ nodes: 0 })
+        const cm = yield* cluster.client.create({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cfg", namespace: "default" } })
+        const recorder = EventRecorder.make(cluster.client, { component: "test-controller", host: "host-a" })
+        for (let i = 0; i < 3; i++) yield* recorder.record(cm, "Warning", "BadThing", "it went wrong")
+        yield* recorder.record(cm, "Normal", "GoodThing", "it went right")
+        const list = (yield* cluster.client.list(EventRef, { namespace: "default" }))["items"] as Array<Record<string, any>>
+        expect(list).toHaveLength(2)
+        const bad = list.find((e) => e["reason"] === "BadThing")!
+        expect(bad).toMatchObject({
+          type: "Warning",
+          message: "it went wrong",
+          count: 3,
+          involvedObject: { kind: "ConfigMap", name: "cfg", namespace: "default", uid: (cm["metadata"] as Record<string, unknown>)["uid"] },
+          source: { component: "test-controller", host: "host-a" }
+        })
+        expect(Date.parse(bad["lastTimestamp"])).toBeGreaterThanOrEqual(Date.parse(bad["firstTimestamp"]))
+        expect(list.find((e) => e["reason"] === "GoodThing")!["count"]).toBe(1)
+        // A second recorder (another process, a restart) aggregates into the same object.
+        yield* EventRecorder.make(cluster.client, { component: "test-controller", host: "host-a" }).record(cm, "Warning", "BadThing", "it went wrong")
+        const again = (yield* cluster.client.list(EventRef, { namespace: "default" }))["items"] as Array<Record<string, any>>
+        expect(again.find((e) => e["reason"] === "BadThing")!["count"]).toBe(4)
+      })
+    )
+  )
+
+  it.live("never fails its caller, even when the event cannot be written", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const cluster = yield* TestCluster.make({ nodes: 0 })
+        const recorder = EventRecorder.make(cluster.client, { component: "test" })
+        // The namespace does not exist: the write fails, the recording does not.
+        yield* recorder.record({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "x", namespace: "missing", uid: "u" } }, "Normal", "R", "m")
+      })
+    )
+  )
+})
