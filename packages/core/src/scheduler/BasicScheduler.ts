@@ -92,7 +92,7 @@ export const feasible = (pod: JsonObject, info: NodeInfo): Rejection | undefined
     if (taint["effect"] === "PreferNoSchedule") continue
     if (!TaintToleration.tolerates(tolerations, taint)) return "node(s) had untolerated taint"
   }
-  if (!NodeAffinity.matches(pod, node)) return "node(s) didn't match Pod's node affinity/selector"
+  if (!NodeAffinity.matchesNodeSelectorAndAffinity(pod, node)) return "node(s) didn't match Pod's node affinity/selector"
   const allocatable = obj(obj(node["status"])["allocatable"])
   const want = requestsOf(pod)
   const cpu = allocatable["cpu"] === undefined ? Infinity : quantity(allocatable["cpu"], true)

@@ -1,60 +1,87 @@
 /**
- * Whether a pod may run on a node by its `spec.nodeSelector` (every label equal) and its
- * required node affinity (`requiredDuringSchedulingIgnoredDuringExecution`: any term matches;
- * within a term every `matchExpressions` entry on labels and every `matchFields` entry on
- * `metadata.name` holds), with Kubernetes' operators In, NotIn, Exists, DoesNotExist, Gt, Lt.
+ * Whether a pod may run on a node by its `spec.nodeSelector` (every label equal) and its required
+ * node affinity (`requiredDuringSchedulingIgnoredDuringExecution`: any `nodeSelectorTerms` entry
+ * matches; within a term every `matchExpressions` requirement on labels and every `matchFields`
+ * requirement on `metadata.name` holds), with the operators In, NotIn, Exists, DoesNotExist, Gt
+ * and Lt, as upstream's `nodeaffinity.GetRequiredNodeAffinity`.
  */
+import type { JsonObject } from "../controllers/Informer.js"
 
-type Json = Record<string, unknown>
-
-const obj = (v: unknown): Json => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Json) : {})
+const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
 const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
+const str = (v: unknown): string => (typeof v === "string" ? v : "")
+const isInteger = (s: string) => /^[+-]?[0-9]+$/.test(s)
 
-/** One `NodeSelectorRequirement` against a value (undefined: the label or field is absent). */
-export const requirementHolds = (requirement: Json, value: string | undefined): boolean => {
-  const values = arr(requirement["values"]).map(String)
-  switch (requirement["operator"]) {
+/**
+ * Whether a set of labels (or fields) satisfies one node selector requirement. A malformed
+ * requirement (no values for `In`, values for `Exists`, a non-integer for `Gt`) matches nothing,
+ * as upstream's conversion to a selector fails and the term is skipped.
+ */
+export const matchesRequirement = (requirement: Record<string, unknown>, labels: Readonly<Record<string, string>>): boolean => {
+  const key = str(requirement["key"])
+  const values = arr(requirement["values"]).map(str)
+  const has = Object.prototype.hasOwnProperty.call(labels, key)
+  const value = has ? labels[key]! : undefined
+  switch (str(requirement["operator"])) {
     case "In":
-      return value !== undefined && values.includes(value)
+      return values.length > 0 && value !== undefined && values.includes(value)
     case "NotIn":
-      return value === undefined || !values.includes(value)
+      return values.length > 0 && (value === undefined || !values.includes(value))
     case "Exists":
-      return value !== undefined
+      return values.length === 0 && has
     case "DoesNotExist":
-      return value === undefined
+      return values.length === 0 && !has
     case "Gt":
     case "Lt": {
-      if (value === undefined || values.length !== 1) return false
-      const a = Number.parseInt(value, 10)
-      const b = Number.parseInt(values[0]!, 10)
-      if (!Number.isFinite(a) || !Number.isFinite(b)) return false
-      return requirement["operator"] === "Gt" ? a > b : a < b
+      if (values.length !== 1 || !isInteger(values[0]!) || value === undefined || !isInteger(value)) return false
+      const [have, want] = [Number(value), Number(values[0])]
+      return requirement["operator"] === "Gt" ? have > want : have < want
     }
     default:
       return false
   }
 }
 
-/** Whether one `NodeSelectorTerm` matches the node (an empty term matches nothing, as upstream). */
-export const termMatches = (term: Json, node: Json): boolean => {
+/**
+ * Whether a node selector term holds for `node`: all its `matchExpressions` on the node's labels
+ * and all its `matchFields` on `metadata.name`. An empty term matches no node (upstream).
+ */
+export const matchesTerm = (term: Record<string, unknown>, node: JsonObject): boolean => {
   const expressions = arr(term["matchExpressions"]).map(obj)
   const fields = arr(term["matchFields"]).map(obj)
   if (expressions.length === 0 && fields.length === 0) return false
   const m = obj(node["metadata"])
   const labels = obj(m["labels"]) as Record<string, string>
-  return (
-    expressions.every((r) => requirementHolds(r, labels[String(r["key"])])) &&
-    fields.every((r) => r["key"] === "metadata.name" && requirementHolds(r, String(m["name"])))
-  )
+  const nodeFields = { "metadata.name": str(m["name"]) }
+  return expressions.every((r) => matchesRequirement(r, labels)) && fields.every((r) => matchesRequirement(r, nodeFields))
 }
 
-/** Whether the pod's nodeSelector and required node affinity both admit the node. */
-export const matches = (pod: Json, node: Json): boolean => {
-  const spec = obj(pod["spec"])
+/** Whether a `NodeSelector` (`{ nodeSelectorTerms }`) holds: any term (OR); no terms match nothing. */
+export const matchesNodeSelectorTerms = (selector: Record<string, unknown>, node: JsonObject): boolean =>
+  arr(selector["nodeSelectorTerms"]).some((t) => matchesTerm(obj(t), node))
+
+/** Whether a `spec.nodeSelector` map holds for `node`: every key present with the same value. */
+export const matchesNodeSelector = (nodeSelector: Readonly<Record<string, unknown>> | undefined, node: JsonObject): boolean => {
   const labels = obj(obj(node["metadata"])["labels"])
-  for (const [k, v] of Object.entries(obj(spec["nodeSelector"]))) if (labels[k] !== v) return false
-  const required = obj(obj(obj(spec["affinity"])["nodeAffinity"])["requiredDuringSchedulingIgnoredDuringExecution"])
-  const terms = arr(required["nodeSelectorTerms"]).map(obj)
-  if (required["nodeSelectorTerms"] === undefined) return true
-  return terms.some((t) => termMatches(t, node))
+  return Object.entries(nodeSelector ?? {}).every(([k, v]) => Object.prototype.hasOwnProperty.call(labels, k) && labels[k] === v)
 }
+
+/** A pod's `spec`, whether given a pod or a pod spec. */
+const specOf = (podOrSpec: JsonObject): Record<string, unknown> =>
+  podOrSpec["spec"] !== undefined || podOrSpec["metadata"] !== undefined ? obj(podOrSpec["spec"]) : podOrSpec
+
+/**
+ * Whether `node` satisfies the pod's `nodeSelector` and its required node affinity
+ * (`requiredDuringSchedulingIgnoredDuringExecution`); preferred terms do not filter. Accepts a pod
+ * or a pod spec.
+ */
+export const matchesNodeSelectorAndAffinity = (pod: JsonObject, node: JsonObject): boolean => {
+  const spec = specOf(pod)
+  if (!matchesNodeSelector(obj(spec["nodeSelector"]), node)) return false
+  const required = obj(obj(spec["affinity"])["nodeAffinity"])["requiredDuringSchedulingIgnoredDuringExecution"]
+  // No required affinity means no constraint; a present one with no terms matches nothing.
+  return required === undefined || required === null || matchesNodeSelectorTerms(obj(required), node)
+}
+
+// ---- DaemonSet ---------------------------------------------------------------------------------
+

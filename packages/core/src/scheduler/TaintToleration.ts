@@ -1,20 +1,25 @@
 /**
- * Taints and tolerations, as Kubernetes matches them: a toleration tolerates a taint when the
- * keys match (an empty key with `Exists` tolerates everything), the effect matches (an empty
- * effect matches all), and either the operator is `Exists` or the values are equal (`Equal`, the
- * default). Used by the scheduler's filter, the DaemonSet controller and the NoExecute eviction.
+ * Taints and tolerations, as Kubernetes matches them (upstream `v1helper`): a toleration tolerates
+ * a taint when the keys match (an empty key with `Exists` tolerates every taint), the effect
+ * matches (an empty effect matches all), and either the operator is `Exists` or the values are
+ * equal (`Equal`, the default). One rule for the scheduler's filter, the DaemonSet controller and
+ * NoExecute eviction.
  */
+import type { JsonObject } from "../controllers/Informer.js"
 
-/** A node taint. */
-export interface Taint {
+const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
+const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
+const str = (v: unknown): string => (typeof v === "string" ? v : "")
+
+/** A taint as it appears in `node.spec.taints` (only key, value and effect matter here). */
+export interface TaintLike {
   readonly key?: unknown
   readonly value?: unknown
   readonly effect?: unknown
-  readonly timeAdded?: unknown
 }
 
-/** A pod toleration. */
-export interface Toleration {
+/** A toleration as it appears in `pod.spec.tolerations`. */
+export interface TolerationLike {
   readonly key?: unknown
   readonly operator?: unknown
   readonly value?: unknown
@@ -22,24 +27,43 @@ export interface Toleration {
   readonly tolerationSeconds?: unknown
 }
 
-/** Whether `toleration` tolerates `taint`. */
-export const matches = (toleration: Toleration, taint: Taint): boolean => {
-  const effect = toleration.effect ?? ""
-  if (effect !== "" && effect !== taint.effect) return false
-  const key = toleration.key ?? ""
-  const operator = toleration.operator ?? "Equal"
-  if (key === "") return operator === "Exists"
-  if (key !== taint.key) return false
-  if (operator === "Exists") return true
-  return (toleration.value ?? "") === (taint.value ?? "")
+/**
+ * Whether one toleration tolerates one taint, as Kubernetes' `Toleration.ToleratesTaint`: an
+ * empty effect matches every effect, an empty key (with `Exists`) every key; `Equal` (the
+ * default operator) also compares values.
+ */
+export const toleratesTaint = (toleration: TolerationLike, taint: TaintLike): boolean => {
+  const effect = str(toleration.effect)
+  if (effect !== "" && effect !== str(taint.effect)) return false
+  const key = str(toleration.key)
+  if (key !== "" && key !== str(taint.key)) return false
+  switch (str(toleration.operator)) {
+    case "":
+    case "Equal":
+      return str(toleration.value) === str(taint.value)
+    case "Exists":
+      return true
+    default:
+      return false
+  }
 }
 
-/** Whether some toleration tolerates `taint`. */
-export const tolerates = (tolerations: ReadonlyArray<Toleration>, taint: Taint): boolean => tolerations.some((t) => matches(t, taint))
+/** Whether any of `tolerations` tolerates `taint`. */
+export const tolerates = (tolerations: ReadonlyArray<TolerationLike>, taint: TaintLike): boolean =>
+  tolerations.some((t) => toleratesTaint(t, taint))
 
-/** The first taint with one of `effects` that no toleration tolerates, if any. */
-export const untolerated = (
-  taints: ReadonlyArray<Taint>,
-  tolerations: ReadonlyArray<Toleration>,
-  effects: ReadonlyArray<string> = ["NoSchedule", "NoExecute"]
-): Taint | undefined => taints.find((taint) => effects.includes(String(taint.effect)) && !tolerates(tolerations, taint))
+/**
+ * The first taint passing `filter` that no toleration tolerates, or undefined (upstream's
+ * `FindMatchingUntoleratedTaint`).
+ */
+export const untoleratedTaint = (
+  taints: ReadonlyArray<TaintLike>,
+  tolerations: ReadonlyArray<TolerationLike>,
+  filter: (taint: TaintLike) => boolean = () => true
+): TaintLike | undefined => taints.find((t) => filter(t) && !tolerates(tolerations, t))
+
+/** A node's taints. */
+export const taintsOf = (node: JsonObject): ReadonlyArray<TaintLike> => arr(obj(node["spec"])["taints"]).map(obj)
+
+/** A pod's (or pod spec's) tolerations. */
+export const tolerationsOf = (podSpec: Record<string, unknown>): ReadonlyArray<TolerationLike> => arr(podSpec["tolerations"]).map(obj)
