@@ -2,20 +2,24 @@
  * The built-in admission chain (DESIGN §5, §10), in kube-apiserver's order. Every plugin's
  * `mutate` runs first, in this order, then every plugin's `validate`, in this order:
  *
- *   NamespaceLifecycle ─ NodeRestriction ─ DefaultServiceAccount ─ LimitRanger
- *     ─ MutatingAdmissionWebhook ─ RegionLabel ─ ValidatingAdmissionWebhook ─ ResourceQuota
+ *   NamespaceLifecycle ─ NodeRestriction ─ DefaultServiceAccount ─ DefaultTolerationSeconds
+ *     ─ LimitRanger ─ MutatingAdmissionWebhook ─ RegionLabel ─ ValidatingAdmissionWebhook
+ *     ─ ResourceQuota ─ ClusterIpAllocator
  *
  * NodeRestriction refuses before any webhook sees a node's request; RegionLabel follows the
  * mutating webhooks so the region label is the last word; ResourceQuota is last so usage is
  * reserved only for writes every other plugin accepted (and is re-run alone-cheaply on a lost
- * compare-and-swap).
+ * compare-and-swap). ClusterIpAllocator stands where kube-apiserver's Service registry allocates:
+ * after everything else, its IPAddress writes joined to the Service's own transaction.
  */
 import type { Duration} from "effect";
 import { Effect, type Scope } from "effect"
 import type * as Admission from "../api/Admission.js"
 import type { Transformer } from "../api/Transformer.js"
 import type { StoreService } from "../store/Store.js"
+import * as ClusterIpAllocator from "./ClusterIpAllocator.js"
 import * as DefaultServiceAccount from "./DefaultServiceAccount.js"
+import * as DefaultTolerationSeconds from "./DefaultTolerationSeconds.js"
 import * as LimitRanger from "./LimitRanger.js"
 import * as NamespaceLifecycle from "./NamespaceLifecycle.js"
 import * as NodeRestriction from "./NodeRestriction.js"
@@ -23,7 +27,9 @@ import * as RegionLabel from "./RegionLabel.js"
 import * as ResourceQuota from "./ResourceQuota.js"
 import * as Webhooks from "./Webhooks.js"
 
+export * as ClusterIpAllocator from "./ClusterIpAllocator.js"
 export * as DefaultServiceAccount from "./DefaultServiceAccount.js"
+export * as DefaultTolerationSeconds from "./DefaultTolerationSeconds.js"
 export * as LimitRanger from "./LimitRanger.js"
 export * as NamespaceLifecycle from "./NamespaceLifecycle.js"
 export * as NodeRestriction from "./NodeRestriction.js"
@@ -36,11 +42,13 @@ export const order: ReadonlyArray<string> = [
   NamespaceLifecycle.name,
   NodeRestriction.name,
   DefaultServiceAccount.name,
+  DefaultTolerationSeconds.name,
   LimitRanger.name,
   "MutatingAdmissionWebhook",
   RegionLabel.name,
   "ValidatingAdmissionWebhook",
-  ResourceQuota.name
+  ResourceQuota.name,
+  ClusterIpAllocator.name
 ]
 
 /** What the default chain is built from. */
@@ -53,6 +61,10 @@ export interface Options {
   /** The webhook transport; without it there are no webhook plugins. */
   readonly call?: Webhooks.Call
   readonly serviceAccount?: DefaultServiceAccount.Options
+  /** Default NoExecute toleration seconds of pods (300 s each). */
+  readonly tolerations?: DefaultTolerationSeconds.Options
+  /** `--service-cluster-ip-range` (default `10.96.0.0/12`). */
+  readonly serviceClusterIpRange?: string
   /** How often quota usage is recounted from the store (default 10 s); `false`: never. */
   readonly quotaResync?: Duration.DurationInput | false
 }
@@ -70,10 +82,12 @@ export const make = (options: Options): Effect.Effect<ReadonlyArray<Admission.Pl
       NamespaceLifecycle.make(stored),
       NodeRestriction.make(),
       DefaultServiceAccount.make({ ...stored, ...options.serviceAccount }),
+      DefaultTolerationSeconds.make(options.tolerations),
       LimitRanger.make(stored),
       ...(webhooks === undefined ? [] : [webhooks.mutating]),
       RegionLabel.make({ region: options.region }),
       ...(webhooks === undefined ? [] : [webhooks.validating]),
-      ResourceQuota.make(stored)
+      ResourceQuota.make(stored),
+      ClusterIpAllocator.make({ ...stored, ...(options.serviceClusterIpRange === undefined ? {} : { range: options.serviceClusterIpRange }) })
     ]
   })

@@ -174,6 +174,7 @@ export const prepareUpdate = (
       return Either.left(invalid(resource, name, [FieldError.invalid(`metadata.labels[${Meta.RegionLabel}]`, Meta.regionOf(metadata as Meta.ObjectMeta) ?? "", "field is immutable")]))
     }
     next = resource.strategy.defaults(withMeta(decoded, metadata))
+    if (resource.strategy.prepareForUpdate !== undefined) next = resource.strategy.prepareForUpdate(next, old)
     if (resource.subresources.status) next = { ...next, status: old["status"] }
     // Namespace finalizers change only through `finalize`, as in Kubernetes.
     if (resource.group === "" && resource.kind === "Namespace") {

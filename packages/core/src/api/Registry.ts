@@ -29,6 +29,8 @@ export interface Strategy {
   readonly defaults: (object: JsonObject) => JsonObject
   /** Prepare a new object: e.g. reset status, set initial status. */
   readonly prepareForCreate: (object: JsonObject) => JsonObject
+  /** Prepare an update of the main resource from the old object (values it keeps unless changed). Optional. */
+  readonly prepareForUpdate?: (object: JsonObject, old: JsonObject) => JsonObject
   /** Rules every stored state must keep beyond the schema, as field errors (create and update). */
   readonly validate: (object: JsonObject) => ReadonlyArray<FieldError.FieldError>
   /** Rules an update must keep (immutable fields), as field errors. */

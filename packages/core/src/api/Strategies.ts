@@ -265,9 +265,14 @@ const strategies: Record<string, Strategy> = {
         }
         return spec
       }),
+    prepareForUpdate: (o, old) => withSpec(o, (spec) => prepareServiceUpdate(spec, obj(old["spec"]) ?? {})),
     validateUpdate: (o, old) => {
-      const ip = obj(old["spec"])?.["clusterIP"]
-      return ip === undefined || ip === "" ? [] : immutable("spec.clusterIP", obj(o["spec"])?.["clusterIP"], ip)
+      const spec = obj(o["spec"]) ?? {}
+      const oldSpec = obj(old["spec"]) ?? {}
+      const ip = oldSpec["clusterIP"]
+      // Changing to or from ExternalName allocates or releases the IP; otherwise it is fixed.
+      if (ip === undefined || ip === "" || spec["type"] === "ExternalName" || oldSpec["type"] === "ExternalName") return []
+      return immutable("spec.clusterIP", spec["clusterIP"], ip)
     },
     deleteReturnsObject: true
   },
@@ -485,6 +490,26 @@ const base64 = (text: string): string => {
   let binary = ""
   for (let i = 0; i < bytes.length; i++) binary += String.fromCharCode(bytes[i]!)
   return btoa(binary)
+}
+
+const ipFields = ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] as const
+
+/**
+ * kube-apiserver's Service PrepareForUpdate: a body that leaves out the allocated IP fields
+ * (`kubectl replace`, a client built from a manifest) keeps them (patchAllocatedValues); a Service
+ * turned into an ExternalName drops them when they were left as they were (dropTypeDependentFields),
+ * so admission releases the IP.
+ */
+const prepareServiceUpdate = (spec: Json, old: Json): Json => {
+  const next: Json = { ...spec }
+  if (spec["type"] === "ExternalName" && old["type"] !== "ExternalName") {
+    for (const f of ipFields) if (jsonEqual(next[f], old[f])) delete next[f]
+    return next
+  }
+  if (spec["type"] !== "ExternalName" && old["type"] !== "ExternalName" && (next["clusterIP"] === undefined || next["clusterIP"] === "")) {
+    for (const f of ipFields) if (next[f] === undefined && old[f] !== undefined) next[f] = old[f]
+  }
+  return next
 }
 
 const isZeroIntOrPercent = (v: unknown) => v === 0 || v === "0%" || v === "0"

@@ -49,6 +49,10 @@ export interface Options {
   readonly podStartupMs?: number
   /** How often nodes renew their lease (default 200 ms). */
   readonly heartbeatMs?: number
+  /** Seconds pods tolerate a not-ready or unreachable node before eviction (default 300). */
+  readonly tolerationSeconds?: number
+  /** The Service cluster IP range (default `10.96.0.0/12`). */
+  readonly serviceClusterIpRange?: string
 }
 
 /** A running test cluster. */
@@ -116,7 +120,15 @@ export const make = (options: Options = {}): Effect.Effect<TestCluster, never, S
       [adminToken, adminUser],
       [controllerToken, controllerUser]
     ])
-    const builtIn = yield* Admission.make({ store, region: "local", quotaResync: false })
+    const builtIn = yield* Admission.make({
+      store,
+      region: "local",
+      quotaResync: false,
+      ...(options.tolerationSeconds === undefined
+        ? {}
+        : { tolerations: { defaultNotReadyTolerationSeconds: options.tolerationSeconds, defaultUnreachableTolerationSeconds: options.tolerationSeconds } }),
+      ...(options.serviceClusterIpRange === undefined ? {} : { serviceClusterIpRange: options.serviceClusterIpRange })
+    })
     const server = yield* ApiServer.make({
       store,
       authenticate: (headers) => {

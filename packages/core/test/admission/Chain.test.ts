@@ -17,11 +17,13 @@ describe("the default chain", () => {
       "NamespaceLifecycle",
       "NodeRestriction",
       "DefaultServiceAccount",
+      "DefaultTolerationSeconds",
       "LimitRanger",
       "MutatingAdmissionWebhook",
       "RegionLabel",
       "ValidatingAdmissionWebhook",
-      "ResourceQuota"
+      "ResourceQuota",
+      "ClusterIpAllocator"
     ])
   })
 

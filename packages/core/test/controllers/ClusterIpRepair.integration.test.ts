@@ -25,7 +25,7 @@ const service = (name: string, extra: Json = {}): Json => ({
 const cluster = (controllers: ReadonlyArray<ReturnType<typeof ClusterIpRepair.reconciler>> = [ClusterIpRepair.reconciler({ leakGraceMs: 300 })]) =>
   Effect.gen(function* () {
     const store = makeMemory()
-    return yield* TestCluster.make({ nodes: 1, store, controllers, admission: [ClusterIpAllocator.make({ store })] })
+    return yield* TestCluster.make({ nodes: 1, store, controllers })
   })
 
 const addresses = (c: TestCluster.TestCluster) =>

@@ -1,6 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import * as ClusterIpAllocator from "../../src/admission/ClusterIpAllocator.js"
 import * as Endpoints from "../../src/controllers/Endpoints.js"
 import * as EndpointSlice from "../../src/controllers/EndpointSlice.js"
 import { makeMemory } from "../../src/store/Store.js"
@@ -33,8 +32,7 @@ const cluster = (options: EndpointSlice.Options = {}, nodes = 2) =>
       nodes,
       store,
       podStartupMs: 5,
-      controllers: [EndpointSlice.reconciler(options), Endpoints.reconciler()],
-      admission: [ClusterIpAllocator.make({ store })]
+      controllers: [EndpointSlice.reconciler(options), Endpoints.reconciler()]
     })
   })
 

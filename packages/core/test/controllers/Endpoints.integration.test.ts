@@ -1,6 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import * as ClusterIpAllocator from "../../src/admission/ClusterIpAllocator.js"
 import * as Endpoints from "../../src/controllers/Endpoints.js"
 import { makeMemory } from "../../src/store/Store.js"
 import * as TestCluster from "../../src/testing/TestCluster.js"
@@ -28,7 +27,7 @@ const service = (name: string, spec: Json = {}): Json => ({
 const cluster = () =>
   Effect.gen(function* () {
     const store = makeMemory()
-    return yield* TestCluster.make({ nodes: 2, store, podStartupMs: 5, controllers: [Endpoints.reconciler()], admission: [ClusterIpAllocator.make({ store })] })
+    return yield* TestCluster.make({ nodes: 2, store, podStartupMs: 5, controllers: [Endpoints.reconciler()] })
   })
 
 const endpointsOf = (c: TestCluster.TestCluster, name: string) => TestCluster.find(c, EndpointsRef, "default", name) as Effect.Effect<Json | undefined>
