@@ -6,7 +6,7 @@
  *   flags ─▶ data dir ─▶ Tls.ensure ─▶ Bootstrap.load ─▶ store ─▶ HttpServer ─▶ ApiServer
  *         ─▶ Bootstrap.publish (kubeconfig) ─▶ "listening" line ─▶ wait for a signal ─▶ drain
  */
-import { ApiServer, Registry } from "@koder/fleet-core"
+import { AdmissionPlugins, ApiServer, Binding, Eviction, Registry } from "@koder/fleet-core"
 import { PgStore } from "@koder/fleet-store-pg"
 import { SqliteStore } from "@koder/fleet-store-sqlite"
 import { Cause, Duration, Effect, Either, Exit, Option, Scope } from "effect"
@@ -14,6 +14,7 @@ import { homedir } from "node:os"
 import { join, resolve } from "node:path"
 import { parseArgs } from "node:util"
 import * as Bootstrap from "./Bootstrap.js"
+import * as ControlPlane from "./ControlPlane.js"
 import { ConfigError, describe, type DaemonError } from "./DaemonError.js"
 import * as HttpServer from "./HttpServer.js"
 import { ensureDir } from "./internal/files.js"
@@ -29,6 +30,8 @@ export interface Config {
   readonly region: string
   readonly tls: { readonly sans: ReadonlyArray<string>; readonly cert: string | undefined; readonly key: string | undefined; readonly ca: string | undefined }
   readonly limits: Pick<HttpServer.Limits, "maxInFlight" | "maxWatches" | "requestTimeout">
+  /** Controllers (and `scheduler`) not to run; `*`: none (an API-only server). */
+  readonly disabledControllers: ReadonlyArray<string>
   /** Flags of the security components, passed through (see security/Context.ts). */
   readonly security: Readonly<Record<string, string | ReadonlyArray<string> | boolean | undefined>>
 }
@@ -48,7 +51,9 @@ export const usage = `usage: koder-fleet server [flags]
   --tls-ca FILE                the CA of --tls-cert, written into the kubeconfig
   --max-requests-inflight N    concurrent non-watch requests per client (default 100)
   --max-watches-inflight N     concurrent watches per client (default 1000)
-  --request-timeout DURATION   time limit of a non-watch request, e.g. 60s, 500ms, 2m (default 60s)${SecurityFlags.usage}`
+  --request-timeout DURATION   time limit of a non-watch request, e.g. 60s, 500ms, 2m (default 60s)
+  --disable-controllers NAMES  controllers not to run, comma-separated (e.g. cronjob,scheduler); * runs none.
+                               With --store postgres, controllers run only in the server holding the lease${SecurityFlags.usage}`
 
 const fail = (message: string) => Either.left(new ConfigError({ message }))
 
@@ -99,6 +104,7 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
             "max-requests-inflight": { type: "string" },
             "max-watches-inflight": { type: "string" },
             "request-timeout": { type: "string" },
+            "disable-controllers": { type: "string", multiple: true },
             ...SecurityFlags.options
           }
         }).values,
@@ -114,6 +120,11 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
       store = { _tag: "postgres", url, schema: parsed["pg-schema"] }
     } else return yield* fail(`--store ${JSON.stringify(kind)}: expected sqlite or postgres`)
     if ((parsed["tls-cert"] === undefined) !== (parsed["tls-key"] === undefined)) return yield* fail("--tls-cert and --tls-key go together")
+    const range = parsed["service-cluster-ip-range"]
+    if (range !== undefined) {
+      const ranges = AdmissionPlugins.ClusterIpAllocator.parseRanges(range)
+      if (Either.isLeft(ranges)) return yield* fail(`--service-cluster-ip-range ${JSON.stringify(range)}: ${ranges.left}`)
+    }
     const region = parsed.region ?? "local"
     if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(region)) return yield* fail(`--region ${JSON.stringify(region)}: expected a label value (lower-case letters, digits, '-', '.')`)
     return {
@@ -127,6 +138,7 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
         key: parsed["tls-key"],
         ca: parsed["tls-ca"]
       },
+      disabledControllers: yield* parseDisabled(parsed["disable-controllers"] ?? []),
       security: Object.fromEntries(Object.keys(SecurityFlags.options).map((k) => [k, (parsed as Record<string, string | undefined>)[k]])),
       limits: {
         maxInFlight: yield* parseCount("--max-requests-inflight", parsed["max-requests-inflight"], HttpServer.defaults.maxInFlight),
@@ -135,6 +147,15 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
       }
     }
   })
+
+const parseDisabled = (values: ReadonlyArray<string>): Either.Either<ReadonlyArray<string>, ConfigError> => {
+  const names = values.flatMap((v) => v.split(",")).map((v) => v.trim()).filter((v) => v !== "")
+  const known = new Set(["*", ...ControlPlane.reconcilers({ disabled: [] }).map((r) => r.name)])
+  const unknown = names.filter((n) => !known.has(n))
+  return unknown.length === 0
+    ? Either.right(names)
+    : fail(`--disable-controllers: unknown controller ${JSON.stringify(unknown[0])}; known: ${[...known].filter((k) => k !== "*").join(", ")}`)
+}
 
 const urlHost = (host: string) => (host.includes(":") ? `[${host}]` : host)
 
@@ -203,20 +224,28 @@ export const run = (config: Config, stop: Effect.Effect<unknown> = signal): Effe
         caPem: tls.ca,
         flags: config.security
       }).pipe(Scope.extend(apiScope))
+      const loopback = ControlPlane.loopback()
       const api = yield* ApiServer.make({
         store,
         registry,
-        authenticate: security.authenticate,
+        authenticate: (headers) => (loopback.matches(headers) ? Effect.succeed(ControlPlane.controllerUser) : security.authenticate(headers)),
         authorize: security.authorize,
         admission: security.admission,
         transformer: security.transformer,
-        subresources: security.subresources,
+        subresources: [...security.subresources, Binding.handler, Eviction.subresource],
         ...(security.audit === undefined ? {} : { audit: security.audit }),
         region: config.region,
         address,
         ready: () => !http.draining()
       }).pipe(Scope.extend(apiScope))
       http.serve(api.handle)
+      // Controllers stop before the API's watch caches close (scope finalizers run in reverse).
+      yield* ControlPlane.start(api.handle, loopback.token, {
+        store,
+        elect: config.store._tag === "postgres",
+        disabled: config.disabledControllers,
+        ...(typeof config.security["service-cluster-ip-range"] === "string" ? { controllers: { clusterIpRepair: { range: config.security["service-cluster-ip-range"] } } } : {})
+      }).pipe(Scope.extend(apiScope))
 
       const published = yield* Bootstrap.publish(config.dataDir, credentials, { server: `https://${address}`, caPem: tls.ca })
       if (published.newToken !== undefined) {

@@ -26,6 +26,7 @@ describe("Server flags", () => {
     expect(c.region).toBe("local")
     expect(c.limits.maxInFlight).toBe(100)
     expect(c.limits.maxWatches).toBe(1000)
+    expect(c.disabledControllers).toEqual([])
     expect(ok([], { FLEET_DATA_DIR: "/var/lib/fleet" }).dataDir).toBe("/var/lib/fleet")
   })
 
@@ -34,8 +35,10 @@ describe("Server flags", () => {
       "--data-dir", "/d", "--store", "postgres", "--pg-url", "postgres://u@h/db", "--pg-schema", "f2",
       "--listen", "[::1]:0", "--region", "eu-west", "--tls-san", "a.example,10.0.0.1", "--tls-san", "b.example",
       "--tls-cert", "/c.pem", "--tls-key", "/k.pem", "--tls-ca", "/ca.pem",
-      "--max-requests-inflight", "5", "--max-watches-inflight", "7", "--request-timeout", "1500ms"
+      "--max-requests-inflight", "5", "--max-watches-inflight", "7", "--request-timeout", "1500ms",
+      "--disable-controllers", "cronjob,scheduler", "--disable-controllers", "event-ttl"
     ])
+    expect(c.disabledControllers).toEqual(["cronjob", "scheduler", "event-ttl"])
     expect(c.store).toEqual({ _tag: "postgres", url: "postgres://u@h/db", schema: "f2" })
     expect(c.listen).toEqual({ host: "::1", port: 0 })
     expect(c.region).toBe("eu-west")
@@ -62,6 +65,10 @@ describe("Server flags", () => {
     expect(error(["--max-requests-inflight", "0"])).toContain("positive integer")
     expect(error(["--region", "Bad Region"])).toContain("label value")
     expect(error(["--frobnicate"])).toContain("frobnicate")
+    expect(error(["--disable-controllers", "cronjob,kube-proxy"])).toContain('unknown controller "kube-proxy"')
+    expect(error(["--disable-controllers", "*"])).toBeUndefined()
+    expect(error(["--service-cluster-ip-range", "10.96.0.0/33"])).toContain("--service-cluster-ip-range")
+    expect(error(["--service-cluster-ip-range", "10.43.0.0/16"])).toBeUndefined()
   })
 
   it("advertises loopback when listening everywhere", () => {

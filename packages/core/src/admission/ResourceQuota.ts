@@ -6,14 +6,14 @@
  * moved by the write's delta, compare-and-swapped on the quota's revision. When two writes race,
  * one loses the swap and Rest runs admission again on the fresh quota, so the sum can never pass
  * `hard`. Deletes (and pods turning Succeeded/Failed) release usage the same way; writes that
- * skip admission (a graceful delete's final removal) are caught up by `recalculate`, which the
- * server runs periodically (`run`). A quota's own writes get `status.hard = spec.hard` and
- * `status.used` recounted from the store.
+ * skip admission (a graceful delete's final removal) are caught up by the resourcequota
+ * controller (controllers/ResourceQuota.ts). A quota's own writes get `status.hard = spec.hard`
+ * and `status.used` recounted from the store, so no client can fake usage through `/status`
+ * (a departure: kube-apiserver leaves quota writes alone).
  *
  *   write ─▶ usage(new) − usage(old) per quota ─▶ decide(hard, used, delta) ─▶ 403 | update(quota, used + delta)
  */
-import type { Duration} from "effect";
-import { Effect, Either, Schedule } from "effect"
+import { Effect, Either } from "effect"
 import type * as Admission from "../api/Admission.js"
 import * as ApiError from "../api/ApiError.js"
 import type { JsonObject } from "../api/Registry.js"
@@ -34,7 +34,8 @@ export interface Target {
 }
 
 /** Resources counted under their bare name (`pods`, `secrets`), as well as `count/<resource>`. */
-const legacyCounts: ReadonlySet<string> = new Set(["pods", "services", "configmaps", "secrets", "replicationcontrollers", "resourcequotas", "persistentvolumeclaims"])
+/** Resources a quota also counts under their bare name (`pods` as well as `count/pods`). */
+export const legacyCounts: ReadonlySet<string> = new Set(["pods", "services", "configmaps", "secrets", "replicationcontrollers", "resourcequotas", "persistentvolumeclaims"])
 
 /** `count/<plural>` for the core group, `count/<plural>.<group>` otherwise. */
 export const countKey = (t: Target): string => (t.group === "" ? `count/${t.plural}` : `count/${t.plural}.${t.group}`)
@@ -211,8 +212,8 @@ export const count = (options: Options, namespace: string, quota: unknown, keys:
     return out
   })
 
-// "deployments.apps" → apps/deployments; "pods" → core pods.
-const parseCountKey = (s: string): Target => {
+/** The resource of a `count/…` key's suffix: "deployments.apps" → apps/deployments; "pods" → core pods. */
+export const parseCountKey = (s: string): Target => {
   const dot = s.indexOf(".")
   return dot < 0 ? { group: "", plural: s } : { group: s.slice(dot + 1), plural: s.slice(0, dot) }
 }
@@ -277,30 +278,3 @@ export const make = (options: Options): Admission.Plugin => ({
   },
   validate: (request) => reserve(options, request)
 })
-
-/**
- * Recount every quota's usage from the store and write the quotas whose status differs
- * (compare-and-swap on the revision read before counting, so a racing reservation wins and the
- * next round sees it). Answers how many quotas were corrected.
- */
-export const recalculate = (options: Options): Effect.Effect<number, ApiError.ApiError> =>
-  Effect.gen(function* () {
-    const codec = options.transformer ?? identity
-    const quotas = yield* listObjects(options.store, codec, "", "resourcequotas")
-    let fixed = 0
-    for (const quota of quotas) {
-      const namespace = String(meta(quota.object)["namespace"] ?? "")
-      const used = yield* count(options, namespace, quota.object, [...hardOf(quota.object).keys()])
-      const next = withStatus(quota.object, used)
-      if (JSON.stringify(next["status"]) === JSON.stringify(quota.object["status"])) continue
-      const written = yield* Effect.either(
-        options.store.update(quota.key, codec.toStore({ group: "", plural: "resourcequotas" }, JSON.stringify(next)), quota.revision)
-      )
-      if (Either.isRight(written)) fixed++
-    }
-    return fixed
-  })
-
-/** Run `recalculate` every `interval` for as long as the surrounding scope lives (errors are retried next round). */
-export const run = (options: Options, interval: Duration.DurationInput = "10 seconds"): Effect.Effect<never> =>
-  Effect.ignore(recalculate(options)).pipe(Effect.repeat(Schedule.spaced(interval)), Effect.andThen(Effect.never))

@@ -12,7 +12,6 @@
  * compare-and-swap). ClusterIpAllocator stands where kube-apiserver's Service registry allocates:
  * after everything else, its IPAddress writes joined to the Service's own transaction.
  */
-import type { Duration} from "effect";
 import { Effect, type Scope } from "effect"
 import type * as Admission from "../api/Admission.js"
 import type { Transformer } from "../api/Transformer.js"
@@ -65,8 +64,6 @@ export interface Options {
   readonly tolerations?: DefaultTolerationSeconds.Options
   /** `--service-cluster-ip-range` (default `10.96.0.0/12`). */
   readonly serviceClusterIpRange?: string
-  /** How often quota usage is recounted from the store (default 10 s); `false`: never. */
-  readonly quotaResync?: Duration.DurationInput | false
 }
 
 /**
@@ -77,7 +74,6 @@ export const make = (options: Options): Effect.Effect<ReadonlyArray<Admission.Pl
   Effect.gen(function* () {
     const stored = { store: options.store, ...(options.transformer === undefined ? {} : { transformer: options.transformer }) }
     const webhooks = options.call === undefined ? undefined : yield* Webhooks.make({ ...stored, call: options.call })
-    if (options.quotaResync !== false) yield* Effect.forkScoped(ResourceQuota.run(stored, options.quotaResync ?? "10 seconds"))
     return [
       NamespaceLifecycle.make(stored),
       NodeRestriction.make(),

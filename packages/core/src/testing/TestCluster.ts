@@ -18,6 +18,7 @@ import type * as AdmissionApi from "../api/Admission.js"
 import * as ApiError from "../api/ApiError.js"
 import * as ApiServer from "../api/ApiServer.js"
 import * as Binding from "../api/Binding.js"
+import * as Eviction from "../api/Eviction.js"
 import type { UserInfo } from "../api/Http.js"
 import * as Client from "../client/Client.js"
 import * as InProcess from "../client/InProcess.js"
@@ -43,7 +44,7 @@ export interface Options {
   readonly store?: StoreService
   /** Admission plugins added after the built-in chain. */
   readonly admission?: ReadonlyArray<AdmissionApi.Plugin>
-  /** Extra subresources (`pods/eviction`, …); `pods/binding` is always served. */
+  /** Extra subresources; `pods/binding` and `pods/eviction` are always served. */
   readonly subresources?: ReadonlyArray<ApiServer.SubresourceHandler>
   /** How long a bound pod takes to run (default 20 ms). */
   readonly podStartupMs?: number
@@ -123,7 +124,6 @@ export const make = (options: Options = {}): Effect.Effect<TestCluster, never, S
     const builtIn = yield* Admission.make({
       store,
       region: "local",
-      quotaResync: false,
       ...(options.tolerationSeconds === undefined
         ? {}
         : { tolerations: { defaultNotReadyTolerationSeconds: options.tolerationSeconds, defaultUnreachableTolerationSeconds: options.tolerationSeconds } }),
@@ -137,7 +137,7 @@ export const make = (options: Options = {}): Effect.Effect<TestCluster, never, S
         return user === undefined ? Effect.fail(ApiError.of(Status.unauthorized())) : Effect.succeed(user)
       },
       admission: [...builtIn, ...(options.admission ?? [])],
-      subresources: [Binding.handler, ...(options.subresources ?? [])],
+      subresources: [Binding.handler, Eviction.subresource, ...(options.subresources ?? [])],
       waitForRevision: "10 seconds"
     })
     const fetch = InProcess.fetch(server.handle, { client: "test-cluster" })

@@ -3,11 +3,10 @@
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import * as AdmissionPlugins from "../../src/admission/index.js"
-import * as ResourceQuota from "../../src/admission/ResourceQuota.js"
 import { namespace, pod, start, type Harness } from "./harness.js"
 
 const run = <A>(body: (h: Harness) => Promise<A>) =>
-  Effect.runPromise(Effect.scoped(Effect.flatMap(start((store) => AdmissionPlugins.make({ store, region: "eu-1", quotaResync: false })), (h) => Effect.promise(() => body(h)))))
+  Effect.runPromise(Effect.scoped(Effect.flatMap(start((store) => AdmissionPlugins.make({ store, region: "eu-1" })), (h) => Effect.promise(() => body(h)))))
 
 const quota = (name: string, hard: Record<string, string>) => ({ apiVersion: "v1", kind: "ResourceQuota", metadata: { name }, spec: { hard } })
 
@@ -73,18 +72,6 @@ describe("the default chain", () => {
       expect(raised.body.status).toEqual({ hard: raised.body.spec.hard, used: { "limits.cpu": "500m", "limits.memory": "3Gi", "requests.memory": "3Gi" } })
       const faked = await call("PATCH", "/api/v1/namespaces/team/resourcequotas/mem/status", { status: { used: { "limits.memory": "0" } } }, "admin", "application/merge-patch+json")
       expect(faked.body.status.used["limits.memory"]).toBe("3Gi")
-    }))
-
-  it("recalculates usage that writes outside admission changed", () =>
-    run(async ({ call, store }) => {
-      await call("POST", "/api/v1/namespaces", namespace("team"))
-      await call("POST", "/api/v1/namespaces/team/resourcequotas", quota("q", { pods: "5" }))
-      await call("POST", "/api/v1/namespaces/team/pods", pod("a"))
-      await Effect.runPromise(store.delete("/registry/pods/team/a"))
-      expect((await call("GET", "/api/v1/namespaces/team/resourcequotas/q")).body.status.used).toEqual({ pods: "1" })
-      expect(await Effect.runPromise(ResourceQuota.recalculate({ store }))).toBe(1)
-      expect((await call("GET", "/api/v1/namespaces/team/resourcequotas/q")).body.status.used).toEqual({ pods: "0" })
-      expect(await Effect.runPromise(ResourceQuota.recalculate({ store }))).toBe(0)
     }))
 
   it("applies LimitRange defaults and refuses pods outside its bounds", () =>

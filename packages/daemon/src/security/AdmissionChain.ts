@@ -75,7 +75,8 @@ export const make = (context: Context): Effect.Effect<Contribution, never, Scope
       // Objects.prepareCreate labels every new object with the server's region before admission;
       // RegionLabel only restores a label a webhook dropped.
       region: typeof region === "string" && region !== "" ? region : Meta.DefaultRegion,
-      call: httpsCall
+      call: httpsCall,
+      ...(typeof context.flags["service-cluster-ip-range"] === "string" ? { serviceClusterIpRange: context.flags["service-cluster-ip-range"] } : {})
     })
     return { admission }
   })

@@ -19,7 +19,8 @@ export const options = {
   "kms-url": { type: "string" },
   "audit-log": { type: "string" },
   "audit-log-max-bytes": { type: "string" },
-  "audit-log-max-backups": { type: "string" }
+  "audit-log-max-backups": { type: "string" },
+  "service-cluster-ip-range": { type: "string" }
 } as const
 
 /** The usage lines of the security flags. */
@@ -38,4 +39,5 @@ export const usage = `
   --kms-url URL                unwrap the data key from this KMS endpoint at boot (fail-closed)
   --audit-log FILE             audit log of mutating requests (default DIR/audit.log)
   --audit-log-max-bytes N      rotate the audit log at this size (default 100 MiB)
-  --audit-log-max-backups N    rotated audit logs kept (default 5)`
+  --audit-log-max-backups N    rotated audit logs kept (default 5)
+  --service-cluster-ip-range R Service cluster IPs: a CIDR or a dual-stack pair (default 10.96.0.0/12)`

@@ -1,0 +1,90 @@
+/**
+ * Every built-in reconciler (DESIGN §6), and `all(options)`: the set a control plane runs, in
+ * the names `--disable-controllers` accepts. Each module's first lines say what it reconciles and
+ * how it follows Kubernetes.
+ */
+import type * as Controller from "./Controller.js"
+import * as ClusterIpRepair from "./ClusterIpRepair.js"
+import * as CronJob from "./CronJob.js"
+import * as DaemonSet from "./DaemonSet.js"
+import * as Deployment from "./Deployment.js"
+import * as Disruption from "./Disruption.js"
+import * as EndpointSlice from "./EndpointSlice.js"
+import * as Endpoints from "./Endpoints.js"
+import * as EventTtl from "./EventTtl.js"
+import * as GarbageCollector from "./GarbageCollector.js"
+import * as Job from "./Job.js"
+import * as Namespace from "./Namespace.js"
+import * as NodeLifecycle from "./NodeLifecycle.js"
+import * as PodGC from "./PodGC.js"
+import * as ReplicaSet from "./ReplicaSet.js"
+import * as ResourceQuota from "./ResourceQuota.js"
+import * as ServiceAccount from "./ServiceAccount.js"
+import * as StatefulSet from "./StatefulSet.js"
+
+export {
+  ClusterIpRepair,
+  CronJob,
+  DaemonSet,
+  Deployment,
+  Disruption,
+  EndpointSlice,
+  Endpoints,
+  EventTtl,
+  GarbageCollector,
+  Job,
+  Namespace,
+  NodeLifecycle,
+  PodGC,
+  ReplicaSet,
+  ResourceQuota,
+  ServiceAccount,
+  StatefulSet
+}
+
+/** Options of the whole set: per-controller options, and which controllers to leave out. */
+export interface Options {
+  /** Reconciler names to leave out (`cronjob`, `node-lifecycle`, …). */
+  readonly disabled?: ReadonlyArray<string>
+  readonly clusterIpRepair?: ClusterIpRepair.Options
+  readonly daemonSet?: DaemonSet.Options
+  readonly deployment?: Deployment.Options
+  readonly endpointSlice?: EndpointSlice.Options
+  readonly eventTtl?: EventTtl.Options
+  readonly garbageCollector?: GarbageCollector.Options
+  readonly job?: Job.Options
+  readonly namespace?: Namespace.Options
+  readonly nodeLifecycle?: NodeLifecycle.Options
+  readonly podGC?: PodGC.Options
+  readonly replicaSet?: ReplicaSet.Options
+  readonly resourceQuota?: ResourceQuota.Options
+  readonly serviceAccount?: ServiceAccount.Options
+  readonly statefulSet?: StatefulSet.Options
+}
+
+/** Every built-in reconciler, configured, minus the disabled ones. */
+export const all = (options: Options = {}): ReadonlyArray<Controller.Reconciler> => {
+  const disabled = new Set(options.disabled ?? [])
+  return [
+    Namespace.reconciler(options.namespace),
+    GarbageCollector.reconciler(options.garbageCollector),
+    ServiceAccount.reconciler(options.serviceAccount),
+    Deployment.reconciler(options.deployment),
+    ReplicaSet.reconciler(options.replicaSet),
+    StatefulSet.reconciler(options.statefulSet),
+    DaemonSet.reconciler(options.daemonSet),
+    Job.reconciler(options.job),
+    CronJob.reconciler(),
+    Endpoints.reconciler(),
+    EndpointSlice.reconciler(options.endpointSlice),
+    ClusterIpRepair.reconciler(options.clusterIpRepair),
+    NodeLifecycle.reconciler(options.nodeLifecycle),
+    PodGC.reconciler(options.podGC),
+    Disruption.reconciler(),
+    ResourceQuota.reconciler(options.resourceQuota),
+    EventTtl.reconciler(options.eventTtl)
+  ].filter((r) => !disabled.has(r.name))
+}
+
+/** The names of every built-in reconciler. */
+export const names = (): ReadonlyArray<string> => all().map((r) => r.name)

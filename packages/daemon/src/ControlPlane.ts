@@ -1,0 +1,71 @@
+/**
+ * The server's in-process control plane: the controllers and the scheduler, talking to the API
+ * handler through a loopback client (no socket; every write still passes authentication,
+ * authorization, admission and validation). The loopback token is random per process and lives
+ * only in memory, like kube-apiserver's loopback client. With a PostgreSQL store several servers
+ * may share one database: the controllers then run only in the one that holds the
+ * `kube-system/fleet-controller-manager` lease.
+ *
+ *   api.handle ◀── InProcess.fetch ◀── Client(loopback token) ◀── ControllerManager(elect?) ─▶ reconcilers
+ */
+import { Authn, BasicScheduler, Client, type Controller, ControllerManager, Controllers, type Http, InProcess, LeaderElection, Store } from "@koder/fleet-core"
+import { Effect, type Scope } from "effect"
+import { randomBytes } from "node:crypto"
+import { hostname } from "node:os"
+
+/** Who the controllers act as: kube-controller-manager's identity, with cluster-admin power. */
+export const controllerUser: Http.UserInfo = {
+  name: "system:kube-controller-manager",
+  uid: "kube-controller-manager",
+  groups: ["system:masters", "system:authenticated"]
+}
+
+/** How the control plane is set up. */
+export interface Options {
+  readonly store: Store.StoreService
+  /** Whether several servers may share the store (PostgreSQL): elect a leader. */
+  readonly elect: boolean
+  /** Reconciler names to leave out (`scheduler` is one). */
+  readonly disabled: ReadonlyArray<string>
+  /** Controller options (timings, ranges). */
+  readonly controllers?: Omit<Controllers.Options, "disabled">
+}
+
+/** A fresh loopback credential. */
+export const loopback = (): { readonly token: string; readonly matches: (headers: Readonly<Record<string, string | undefined>>) => boolean } => {
+  const token = randomBytes(32).toString("base64url")
+  return {
+    token,
+    matches: (headers) => {
+      const presented = Authn.bearer(headers)
+      return presented !== undefined && Authn.constantTimeEqual(presented, token)
+    }
+  }
+}
+
+/** Every reconciler the server runs: the controllers and the scheduler, minus the disabled. */
+export const reconcilers = (options: Pick<Options, "disabled" | "controllers">): ReadonlyArray<Controller.Reconciler> => {
+  const disabled = new Set(options.disabled)
+  if (disabled.has("*")) return []
+  return [...Controllers.all({ ...options.controllers, disabled: [...disabled] }), ...(disabled.has("scheduler") ? [] : [BasicScheduler.reconciler()])]
+}
+
+/** Start the control plane against `handle` in the current scope. */
+export const start = (
+  handle: InProcess.Handle,
+  token: string,
+  options: Options
+): Effect.Effect<void, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const list = reconcilers(options)
+    if (list.length === 0) return
+    const client = Client.make({ server: "https://loopback.fleet.internal", token, fetch: InProcess.fetch(handle, { client: controllerUser.name }) })
+    const election = options.elect
+      ? { namespace: "kube-system", name: "fleet-controller-manager", identity: LeaderElection.identity(hostname(), process.pid) }
+      : undefined
+    yield* Effect.forkScoped(
+      ControllerManager.run({ client, reconcilers: list, component: "fleet-controller-manager", ...(election === undefined ? {} : { election }) }).pipe(
+        Effect.provideService(Store.Store, options.store)
+      )
+    )
+  })
