@@ -43,10 +43,16 @@ export interface Context {
   readonly informers: Informer.Informers
   /** Records Events about objects (aggregated). */
   readonly events: EventRecorder.EventRecorder
+  /** Queue a key of this reconciler (another object it has learnt needs a look). */
+  readonly enqueue: (key: string) => void
 }
 
-/** Maps a change of a watched resource to the keys of the reconciler's own resource. */
-export type KeyMapper = (change: Informer.Change, informers: Informer.Informers) => ReadonlyArray<string>
+/**
+ * Maps a change of a watched resource to the keys of the reconciler's own resource. `enqueue`
+ * queues keys later, for mappers that start watching more resources as they learn of them (the
+ * garbage collector following new CRDs).
+ */
+export type KeyMapper = (change: Informer.Change, informers: Informer.Informers, enqueue?: (key: string) => void) => ReadonlyArray<string>
 
 /** A resource a reconciler watches besides its own, and how its changes map to keys. */
 export interface Watch {
@@ -219,7 +225,7 @@ export const start = (options: Options): Effect.Effect<Running, never, Scope.Sco
       if (r.reactToPrimary !== false) unsubscribe.push(primary.subscribe((c) => enqueue(Informer.keyOf(c.object))))
       for (const w of r.watches ?? []) {
         const i = informer(w.ref)
-        unsubscribe.push(i.subscribe((c) => w.keys(c, informers).forEach(enqueue)))
+        unsubscribe.push(i.subscribe((c) => w.keys(c, informers, enqueue).forEach(enqueue)))
       }
       for (const ref of r.reads ?? []) informer(ref)
       yield* Effect.addFinalizer(() => Effect.sync(() => {
@@ -240,7 +246,7 @@ export const start = (options: Options): Effect.Effect<Running, never, Scope.Sco
         const key = yield* queue.take
         inFlight++
         const written: Written = { revisions: new Map(), deletions: [] }
-        const ctx: Context = { client: tracking(options.client, () => written), informers, events }
+        const ctx: Context = { client: tracking(options.client, () => written), informers, events, enqueue }
         const t0 = Date.now()
         const exit = yield* Effect.exit(r.reconcile(key, ctx))
         const ms = Date.now() - t0

@@ -14,9 +14,8 @@
  *
  * The graph is the shared informers' owner index (uid → dependents) over every resource: the
  * built-in kinds (`Kinds.all`, or the `resources` option), plus every CustomResourceDefinition's
- * resource, watched from the moment its CRD appears. Custom resources are not in the runner's
- * fixed watch list, so their changes are collected here and handed to the runner on its resync
- * tick (`pollMs`, default 500 ms) — a short delay upstream does not have.
+ * resource, watched from the moment its CRD appears: custom resources are not in the runner's
+ * fixed watch list, so the CRD's key mapper subscribes to them and queues their keys itself.
  *
  * Departures from upstream: an owner found in the informer cache with the same uid is trusted
  * without a GET (absence is always confirmed live, presence only from the cache: a later deletion
@@ -254,8 +253,6 @@ export interface Options {
   readonly resources?: ReadonlyArray<Resource>
   /** Follow CustomResourceDefinitions and collect their resources too (default true). */
   readonly customResources?: boolean
-  /** How often changes of custom resources are handed to the queue (default 500 ms). */
-  readonly pollMs?: number
   /** How often objects waiting on a finalizer of the collector are looked at again (default 30 s). */
   readonly resyncMs?: number
   /** Concurrent workers (default 4). */
@@ -265,10 +262,7 @@ export interface Options {
 /** The garbage collector. */
 export const reconciler = (options: Options = {}): Controller.Reconciler => {
   const table = makeTable(options.resources ?? builtInResources)
-  // Keys of custom resources (watched after start, outside the runner's watch list).
-  const pending = new Set<string>()
   const resyncMs = options.resyncMs ?? 30_000
-  let lastResync = Date.now()
 
   const keyOfObject = (r: Resource, o: JsonObject) => keyFor(r, namespaceOf(o), String(meta(o)["name"]))
 
@@ -310,13 +304,13 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => {
     }
 
   /**
-   * Follow a CRD: while it exists, its resource is part of the graph and its changes wait in
-   * `pending` for the next tick; once it is gone, its resource leaves the graph (its objects were
+   * Follow a CRD: while it exists, its resource is part of the graph and its changes are queued
+   * as they happen; once it is gone, its resource leaves the graph (its objects were
    * deleted before it, by the API's CRD cleanup).
    */
   const builtIn = new Set(table.all().map((r) => `${groupOf(r.apiVersion)}/${r.kind}`))
   const subscribed = new Set<string>()
-  const crdMapper: Controller.KeyMapper = (change, informers) => {
+  const crdMapper: Controller.KeyMapper = (change, informers, enqueue) => {
     const r = crdResource(change.object)
     if (options.customResources === false || r === undefined || builtIn.has(`${groupOf(r.apiVersion)}/${r.kind}`)) return []
     if (change.type === "DELETED") {
@@ -329,7 +323,7 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => {
       subscribed.add(id)
       const mapper = keysOf(r)
       informers.for(refOf(r)).subscribe((c) => {
-        if (table.byGroupKind(groupOf(r.apiVersion), r.kind) !== undefined) mapper(c, informers).forEach((k) => pending.add(k))
+        if (enqueue !== undefined && table.byGroupKind(groupOf(r.apiVersion), r.kind) !== undefined) mapper(c, informers, enqueue).forEach(enqueue)
       })
     }
     return []
@@ -449,22 +443,15 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => {
     watches: [
       ...table.all().map((r) => ({
         ref: refOf(r),
-        keys: r.apiVersion === CrdRef.apiVersion && r.kind === CrdRef.kind ? ((c: Informer.Change, i: Informer.Informers) => [...crdMapper(c, i), ...keysOf(r)(c, i)]) : keysOf(r)
+        keys:
+          r.apiVersion === CrdRef.apiVersion && r.kind === CrdRef.kind
+            ? (c: Informer.Change, i: Informer.Informers, enqueue?: (key: string) => void) => [...crdMapper(c, i, enqueue), ...keysOf(r)(c, i, enqueue)]
+            : keysOf(r)
       })),
       ...(table.byGroupKind("apiextensions.k8s.io", "CustomResourceDefinition") === undefined ? [{ ref: CrdRef, keys: crdMapper }] : [])
     ],
-    resync: {
-      everyMs: options.pollMs ?? 500,
-      keys: (informers) => {
-        const keys = [...pending]
-        pending.clear()
-        if (Date.now() - lastResync >= resyncMs) {
-          lastResync = Date.now()
-          keys.push(...stuck(informers))
-        }
-        return keys
-      }
-    },
+    // A safety net for missed events: objects still waiting on one of the collector's finalizers.
+    resync: { everyMs: resyncMs, keys: stuck },
     reconcile: (key, ctx) =>
       Effect.gen(function* () {
         const { apiVersion, kind, namespace, name } = splitKey(key)

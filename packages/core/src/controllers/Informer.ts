@@ -3,7 +3,7 @@
  * cache), kept as an in-memory map that every controller reads instead of the API, with handlers
  * called on each change and two indexes controllers need constantly (by namespace, and by the
  * uid of the controlling owner). Like client-go's SharedInformerFactory: many controllers, one
- * watch per resource.
+ * watch per resource. Pods are also indexed by the node they are bound to.
  *
  * An informer also knows the newest resourceVersion it has applied, so a controller can wait
  * until it sees its own writes before deciding again (see `Controller.ts`).
@@ -33,6 +33,8 @@ export interface Informer {
   readonly controlledBy: (uid: string) => ReadonlyArray<JsonObject>
   /** The objects with an ownerReference (controller or not) to this uid. */
   readonly ownedBy: (uid: string) => ReadonlyArray<JsonObject>
+  /** The objects whose `spec.nodeName` is this node (pods bound to it). */
+  readonly onNode: (nodeName: string) => ReadonlyArray<JsonObject>
   /** Call `handler` on every change from now on (and once per existing object); answers an unsubscribe. */
   readonly subscribe: (handler: (change: Change) => void) => () => void
   /** Waits until the first list has been applied. */
@@ -70,6 +72,12 @@ interface OwnerRef {
   readonly controller?: boolean
 }
 
+const nodeNameOf = (o: JsonObject): string | undefined => {
+  const spec = o["spec"]
+  const n = typeof spec === "object" && spec !== null ? (spec as Record<string, unknown>)["nodeName"] : undefined
+  return typeof n === "string" && n !== "" ? n : undefined
+}
+
 const owners = (o: JsonObject): ReadonlyArray<OwnerRef> => (meta(o)["ownerReferences"] as ReadonlyArray<OwnerRef> | undefined) ?? []
 
 const addTo = (index: Map<string, Set<string>>, value: string, key: string) => {
@@ -94,6 +102,7 @@ export const make = (client: Client.Client, ref: Client.ResourceRef): Effect.Eff
     const byNamespace = new Map<string, Set<string>>()
     const byController = new Map<string, Set<string>>()
     const byOwner = new Map<string, Set<string>>()
+    const byNode = new Map<string, Set<string>>()
     const handlers = new Set<(change: Change) => void>()
     const checks = new Set<() => void>()
     const synced = yield* Deferred.make<void>()
@@ -101,6 +110,8 @@ export const make = (client: Client.Client, ref: Client.ResourceRef): Effect.Eff
 
     const unindex = (key: string, o: JsonObject) => {
       removeFrom(byNamespace, String(meta(o)["namespace"] ?? ""), key)
+      const node = nodeNameOf(o)
+      if (node !== undefined) removeFrom(byNode, node, key)
       for (const r of owners(o)) {
         if (r.uid === undefined) continue
         removeFrom(byOwner, r.uid, key)
@@ -109,6 +120,8 @@ export const make = (client: Client.Client, ref: Client.ResourceRef): Effect.Eff
     }
     const index = (key: string, o: JsonObject) => {
       addTo(byNamespace, String(meta(o)["namespace"] ?? ""), key)
+      const node = nodeNameOf(o)
+      if (node !== undefined) addTo(byNode, node, key)
       for (const r of owners(o)) {
         if (r.uid === undefined) continue
         addTo(byOwner, r.uid, key)
@@ -171,6 +184,7 @@ export const make = (client: Client.Client, ref: Client.ResourceRef): Effect.Eff
       list: (namespace) => (namespace === undefined ? [...objects.values()] : pick(byNamespace.get(namespace))),
       controlledBy: (uid) => pick(byController.get(uid)),
       ownedBy: (uid) => pick(byOwner.get(uid)),
+      onNode: (nodeName) => pick(byNode.get(nodeName)),
       subscribe: (handler) => {
         handlers.add(handler)
         for (const o of objects.values()) handler({ type: "ADDED", object: o, old: undefined })

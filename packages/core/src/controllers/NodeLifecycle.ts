@@ -470,7 +470,7 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => {
         // A healthy node's pods are only read when the decision may concern them.
         const firstLook = decide({ node, probeMs, pods: [], zone, taintsSeenMs: seen }, nowMs, options)
         const concerned = unhealthy || firstLook.ready !== "True" || (firstLook.taints ?? []).some((t) => t.effect === "NoExecute")
-        const pods = concerned ? ctx.informers.for(PodRef).list().filter((p) => obj(p["spec"])["nodeName"] === key) : []
+        const pods = concerned ? ctx.informers.for(PodRef).onNode(key) : []
         const d = concerned ? decide({ node, probeMs, pods, zone, taintsSeenMs: seen }, nowMs, options) : firstLook
         // Spend the token now, before any yield, so two nodes of a zone cannot both take it.
         if (d.tookToken) zones.buckets.set(zoneKey, Limiter.tryAccept(bucket, nowMs).bucket)

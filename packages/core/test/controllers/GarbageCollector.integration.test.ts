@@ -37,7 +37,7 @@ const deletions = (cluster: TestCluster.TestCluster, ref: Client.ResourceRef) =>
   return seen
 }
 
-const cluster = () => TestCluster.make({ nodes: 1, controllers: [GarbageCollector.reconciler({ pollMs: 50 })] })
+const cluster = () => TestCluster.make({ nodes: 1, controllers: [GarbageCollector.reconciler()] })
 
 describe("GarbageCollector through the API", () => {
   it.live("Background: dependents go after their owner", () =>
@@ -221,7 +221,7 @@ describe("GarbageCollector through the API", () => {
       Effect.gen(function* () {
         const c = yield* TestCluster.make({
           nodes: 2,
-          controllers: [Deployment.reconciler(), ReplicaSet.reconciler(), GarbageCollector.reconciler({ pollMs: 50 })]
+          controllers: [Deployment.reconciler(), ReplicaSet.reconciler(), GarbageCollector.reconciler()]
         })
         const DeployRef = { apiVersion: "apps/v1", kind: "Deployment" } as const
         const RsRef = { apiVersion: "apps/v1", kind: "ReplicaSet" } as const

@@ -97,7 +97,7 @@ describe("Namespace lifecycle through the API", () => {
   it.live("content held by a finalizer keeps the namespace until the finalizer goes; custom resources are emptied too", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const cluster = yield* TestCluster.make({ nodes: 1, controllers: [Namespace.reconciler(), GarbageCollector.reconciler({ pollMs: 50 })] })
+        const cluster = yield* TestCluster.make({ nodes: 1, controllers: [Namespace.reconciler(), GarbageCollector.reconciler()] })
         yield* cluster.client.create({
           apiVersion: "apiextensions.k8s.io/v1",
           kind: "CustomResourceDefinition",
