@@ -48,10 +48,15 @@ export interface Cluster {
 // SQLite's per-commit fsync is free (on a disk it costs ~10 ms per write and triples the run time).
 const scratch = existsSync("/dev/shm") ? "/dev/shm" : tmpdir()
 
-/** Start a server (`--listen 127.0.0.1:0`, temporary `--data-dir`) and load its kubeconfig. */
+// The suite pins API semantics (a replace with the resourceVersion just read succeeds; a
+// terminating namespace refuses creates): it runs an API-only server, so no controller writes
+// status or finishes a deletion under it. test/Controllers.test.ts covers the controllers.
+const apiOnly = ["--disable-controllers", "*"]
+
+/** Start an API-only server (`--listen 127.0.0.1:0`, temporary `--data-dir`) and load its kubeconfig. */
 export const startCluster = async (): Promise<Cluster> => {
   const dir = await mkdtemp(join(scratch, "fleet-compat-"))
-  let server = await start(["--data-dir", dir, "--listen", "127.0.0.1:0"]).catch(async (e: unknown) => {
+  let server = await start(["--data-dir", dir, "--listen", "127.0.0.1:0", ...apiOnly]).catch(async (e: unknown) => {
     await rm(dir, { recursive: true, force: true })
     throw e
   })
@@ -81,7 +86,7 @@ export const startCluster = async (): Promise<Cluster> => {
     restart: async () => {
       const port = server.port
       await stopServer()
-      server = await start(["--data-dir", dir, "--listen", `127.0.0.1:${port}`])
+      server = await start(["--data-dir", dir, "--listen", `127.0.0.1:${port}`, ...apiOnly])
     },
     stop: async () => {
       http.close()
