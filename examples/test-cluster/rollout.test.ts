@@ -52,8 +52,8 @@ describe("a service tested against an in-process Fleet cluster", () => {
           spec: { template: { spec: { containers: [{ name: "web", image: "registry.example/web:2" }] } } }
         })
         const pods = yield* cluster.eventually(rolledOut(cluster, "registry.example/web:2"))
-        // The basic scheduler spreads the replicas over the nodes.
-        expect(new Set(pods.map((p) => (p["spec"] as { nodeName: string }).nodeName)).size).toBe(3)
+        // Every replica runs on one of the cluster's (simulated) nodes.
+        for (const p of pods) expect(cluster.nodeNames()).toContain((p["spec"] as { nodeName: string }).nodeName)
       })
     )
   )
