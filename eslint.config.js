@@ -14,7 +14,11 @@ const crossPackage = {
     "@koder/*/dist/**",
     "../../*/src/**",
     "../../../*/src/**",
-    "../../../../*/src/**"
+    "../../../../*/src/**",
+    // `*` also matches `..`: a test three folders deep reaching its own package's src is fine.
+    "!../../src/**",
+    "!../../../src/**",
+    "!../../../../src/**"
   ],
   message: "Import a sibling package through its public entry point (package.json exports), never its src/ or internal/."
 }

@@ -2,7 +2,7 @@
  * The built-in admission chain (DESIGN §5, §10), in kube-apiserver's order. Every plugin's
  * `mutate` runs first, in this order, then every plugin's `validate`, in this order:
  *
- *   NamespaceLifecycle ─ NodeRestriction ─ DefaultServiceAccount ─ DefaultTolerationSeconds
+ *   NamespaceLifecycle ─ NodeRestriction ─ DefaultServiceAccount ─ Priority ─ DefaultTolerationSeconds
  *     ─ LimitRanger ─ MutatingAdmissionWebhook ─ RegionLabel ─ ValidatingAdmissionWebhook
  *     ─ ResourceQuota ─ ClusterIpAllocator
  *
@@ -20,6 +20,7 @@ import * as ClusterIpAllocator from "./ClusterIpAllocator.js"
 import * as DefaultServiceAccount from "./DefaultServiceAccount.js"
 import * as DefaultTolerationSeconds from "./DefaultTolerationSeconds.js"
 import * as LimitRanger from "./LimitRanger.js"
+import * as Priority from "./Priority.js"
 import * as NamespaceLifecycle from "./NamespaceLifecycle.js"
 import * as NodeRestriction from "./NodeRestriction.js"
 import * as RegionLabel from "./RegionLabel.js"
@@ -32,6 +33,7 @@ export * as DefaultTolerationSeconds from "./DefaultTolerationSeconds.js"
 export * as LimitRanger from "./LimitRanger.js"
 export * as NamespaceLifecycle from "./NamespaceLifecycle.js"
 export * as NodeRestriction from "./NodeRestriction.js"
+export * as Priority from "./Priority.js"
 export * as RegionLabel from "./RegionLabel.js"
 export * as ResourceQuota from "./ResourceQuota.js"
 export * as Webhooks from "./Webhooks.js"
@@ -41,6 +43,7 @@ export const order: ReadonlyArray<string> = [
   NamespaceLifecycle.name,
   NodeRestriction.name,
   DefaultServiceAccount.name,
+  Priority.name,
   DefaultTolerationSeconds.name,
   LimitRanger.name,
   "MutatingAdmissionWebhook",
@@ -78,6 +81,7 @@ export const make = (options: Options): Effect.Effect<ReadonlyArray<Admission.Pl
       NamespaceLifecycle.make(stored),
       NodeRestriction.make(),
       DefaultServiceAccount.make({ ...stored, ...options.serviceAccount }),
+      Priority.make(stored),
       DefaultTolerationSeconds.make(options.tolerations),
       LimitRanger.make(stored),
       ...(webhooks === undefined ? [] : [webhooks.mutating]),

@@ -13,6 +13,7 @@ import * as LabelSelector from "../model/LabelSelector.js"
 import { RegionLabel } from "../model/Meta.js"
 import * as Networking from "../model/Networking.js"
 import * as Policy from "../model/Policy.js"
+import * as Scheduling from "../model/Scheduling.js"
 import * as Rbac from "../model/Rbac.js"
 import * as Volume from "../model/Volume.js"
 import type { JsonObject, PrinterColumn, ScaleSpec, Strategy } from "./Registry.js"
@@ -324,6 +325,12 @@ const strategies: Record<string, Strategy> = {
     validate: (o) => validateDeploymentSpec(obj(o["spec"]) ?? {}),
     validateUpdate: (o, old) => immutable("spec.selector", obj(o["spec"])?.["selector"], obj(old["spec"])?.["selector"]),
     tracksGeneration: true
+  },
+  "scheduling.k8s.io/v1/PriorityClass": {
+    ...base,
+    defaults: Scheduling.defaults,
+    validate: typed(Scheduling.PriorityClass, Scheduling.validatePriorityClass),
+    validateUpdate: typedUpdate(Scheduling.PriorityClass, Scheduling.validatePriorityClassUpdate)
   },
   "apiextensions.k8s.io/v1/CustomResourceDefinition": {
     ...base,
@@ -794,6 +801,12 @@ const columns: Record<string, ReadonlyArray<PrinterColumn>> = {
     { name: "Node", type: "string", value: ".spec.nodeName", priority: 1 }
   ],
   Namespace: [{ name: "Status", type: "string", value: ".status.phase" }, age],
+  PriorityClass: [
+    { name: "Value", type: "integer", value: ".value" },
+    { name: "Global-Default", type: "boolean", value: (o) => o["globalDefault"] === true },
+    age,
+    { name: "PreemptionPolicy", type: "string", value: ".preemptionPolicy" }
+  ],
   Node: [
     {
       name: "Status",

@@ -19,6 +19,7 @@ import * as NodeModule from "./Node.js"
 import * as PodModule from "./Pod.js"
 import * as RbacModule from "./Rbac.js"
 import * as Policy from "./Policy.js"
+import * as Scheduling from "./Scheduling.js"
 import * as ServiceModule from "./Service.js"
 import * as ServiceAccountModule from "./ServiceAccount.js"
 import * as VolumeModule from "./Volume.js"
@@ -86,6 +87,7 @@ export const all: ReadonlyArray<KindInfo> = [
   info("v1", "PersistentVolume", "persistentvolumes", false, ["pv"], VolumeModule.PersistentVolume),
   info("discovery.k8s.io/v1", "EndpointSlice", "endpointslices", true, [], EndpointSliceModule.EndpointSlice),
   info("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets", true, ["pdb"], Policy.PodDisruptionBudget),
+  info("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", false, ["pc"], Scheduling.PriorityClass),
   info("networking.k8s.io/v1", "IPAddress", "ipaddresses", false, ["ip"], Networking.IPAddress),
   info("v1", "LimitRange", "limitranges", true, ["limits"], Policy.LimitRange),
   info("v1", "ResourceQuota", "resourcequotas", true, ["quota"], Policy.ResourceQuota),

@@ -16,6 +16,7 @@ describe("the default chain", () => {
       "NamespaceLifecycle",
       "NodeRestriction",
       "DefaultServiceAccount",
+      "Priority",
       "DefaultTolerationSeconds",
       "LimitRanger",
       "MutatingAdmissionWebhook",
