@@ -8,7 +8,7 @@
  *
  *   api.handle ◀── InProcess.fetch ◀── Client(loopback token) ◀── ControllerManager(elect?) ─▶ reconcilers
  */
-import { Authn, BasicScheduler, Client, type Controller, ControllerManager, Controllers, type Http, InProcess, LeaderElection, Store } from "@koder/fleet-core"
+import { Authn, Client, type Controller, ControllerManager, Controllers, type Http, InProcess, LeaderElection, type Placement, Scheduler, Store } from "@koder/fleet-core"
 import { Effect, type Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import { hostname } from "node:os"
@@ -43,29 +43,39 @@ export const loopback = (): { readonly token: string; readonly matches: (headers
   }
 }
 
-/** Every reconciler the server runs: the controllers and the scheduler, minus the disabled. */
+/** Every controller the server runs, minus the disabled. */
 export const reconcilers = (options: Pick<Options, "disabled" | "controllers">): ReadonlyArray<Controller.Reconciler> => {
   const disabled = new Set(options.disabled)
-  if (disabled.has("*")) return []
-  return [...Controllers.all({ ...options.controllers, disabled: [...disabled] }), ...(disabled.has("scheduler") ? [] : [BasicScheduler.reconciler()])]
+  return disabled.has("*") ? [] : Controllers.all({ ...options.controllers, disabled: [...disabled] })
 }
 
+/** The names `--disable-controllers` accepts: every controller, and `scheduler`. */
+export const names = (): ReadonlyArray<string> => [...Controllers.names(), "scheduler"]
+
 /** Start the control plane against `handle` in the current scope. */
-export const start = (
-  handle: InProcess.Handle,
-  token: string,
-  options: Options
-): Effect.Effect<void, never, Scope.Scope> =>
+export const start = (handle: InProcess.Handle, token: string, options: Options, plane: { explain?: Placement.Explain }): Effect.Effect<void, never, Scope.Scope> =>
   Effect.gen(function* () {
     const list = reconcilers(options)
-    if (list.length === 0) return
+    const scheduling = !options.disabled.includes("*") && !options.disabled.includes("scheduler")
+    if (list.length === 0 && !scheduling) return
     const client = Client.make({ server: "https://loopback.fleet.internal", token, fetch: InProcess.fetch(handle, { client: controllerUser.name }) })
     const election = options.elect
       ? { namespace: "kube-system", name: "fleet-controller-manager", identity: LeaderElection.identity(hostname(), process.pid) }
       : undefined
+    // The scheduler leads with the controllers (one lease), sharing their informers.
+    const alongside = (running: Controller.Running) =>
+      Effect.gen(function* () {
+        const scheduler = yield* Scheduler.start({ client, informers: running.informers }).pipe(Effect.orDie)
+        plane.explain = scheduler.explain
+        yield* Effect.addFinalizer(() => Effect.sync(() => delete plane.explain))
+      })
     yield* Effect.forkScoped(
-      ControllerManager.run({ client, reconcilers: list, component: "fleet-controller-manager", ...(election === undefined ? {} : { election }) }).pipe(
-        Effect.provideService(Store.Store, options.store)
-      )
+      ControllerManager.run({
+        client,
+        reconcilers: list,
+        component: "fleet-controller-manager",
+        ...(scheduling ? { alongside } : {}),
+        ...(election === undefined ? {} : { election })
+      }).pipe(Effect.provideService(Store.Store, options.store))
     )
   })

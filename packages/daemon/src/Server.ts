@@ -6,7 +6,7 @@
  *   flags ─▶ data dir ─▶ Tls.ensure ─▶ Bootstrap.load ─▶ store ─▶ HttpServer ─▶ ApiServer
  *         ─▶ Bootstrap.publish (kubeconfig) ─▶ "listening" line ─▶ wait for a signal ─▶ drain
  */
-import { AdmissionPlugins, ApiServer, Binding, Eviction, Registry } from "@koder/fleet-core"
+import { AdmissionPlugins, ApiServer, Binding, Eviction, Placement, Registry } from "@koder/fleet-core"
 import { PgStore } from "@koder/fleet-store-pg"
 import { SqliteStore } from "@koder/fleet-store-sqlite"
 import { Cause, Duration, Effect, Either, Exit, Option, Scope } from "effect"
@@ -150,7 +150,7 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
 
 const parseDisabled = (values: ReadonlyArray<string>): Either.Either<ReadonlyArray<string>, ConfigError> => {
   const names = values.flatMap((v) => v.split(",")).map((v) => v.trim()).filter((v) => v !== "")
-  const known = new Set(["*", ...ControlPlane.reconcilers({ disabled: [] }).map((r) => r.name)])
+  const known = new Set(["*", ...ControlPlane.names()])
   const unknown = names.filter((n) => !known.has(n))
   return unknown.length === 0
     ? Either.right(names)
@@ -225,6 +225,7 @@ export const run = (config: Config, stop: Effect.Effect<unknown> = signal): Effe
         flags: config.security
       }).pipe(Scope.extend(apiScope))
       const loopback = ControlPlane.loopback()
+      const plane: { explain?: Placement.Explain } = {}
       const api = yield* ApiServer.make({
         store,
         registry,
@@ -232,7 +233,7 @@ export const run = (config: Config, stop: Effect.Effect<unknown> = signal): Effe
         authorize: security.authorize,
         admission: security.admission,
         transformer: security.transformer,
-        subresources: [...security.subresources, Binding.handler, Eviction.subresource],
+        subresources: [...security.subresources, Binding.handler, Eviction.subresource, Placement.handler(() => plane.explain)],
         ...(security.audit === undefined ? {} : { audit: security.audit }),
         region: config.region,
         address,
@@ -245,7 +246,7 @@ export const run = (config: Config, stop: Effect.Effect<unknown> = signal): Effe
         elect: config.store._tag === "postgres",
         disabled: config.disabledControllers,
         ...(typeof config.security["service-cluster-ip-range"] === "string" ? { controllers: { clusterIpRepair: { range: config.security["service-cluster-ip-range"] } } } : {})
-      }).pipe(Scope.extend(apiScope))
+      }, plane).pipe(Scope.extend(apiScope))
 
       const published = yield* Bootstrap.publish(config.dataDir, credentials, { server: `https://${address}`, caPem: tls.ca })
       if (published.newToken !== undefined) {

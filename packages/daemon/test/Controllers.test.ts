@@ -56,7 +56,7 @@ describe("controllers in koder-fleet server", () => {
       const list = items(await run(client.list({ apiVersion: "v1", kind: "Pod" }, { namespace: "shop" })))
       return list.length === 2 && list.every((p) => Pods.condition(p, "PodScheduled")?.["reason"] === "Unschedulable") ? list : undefined
     }, 30_000, "two unschedulable pods")
-    expect(Pods.condition(pods[0]!, "PodScheduled")?.["message"]).toBe("0/0 nodes are available.")
+    expect(Pods.condition(pods[0]!, "PodScheduled")?.["message"]).toBe("no nodes available to schedule pods")
     const deployment = await Fleet.eventually(async () => {
       const d = await run(client.get({ apiVersion: "apps/v1", kind: "Deployment" }, "shop", "web"))
       const status = (d["status"] ?? {}) as Record<string, unknown>

@@ -5,7 +5,7 @@
  * informers at once; winning it again starts them fresh from a new list, so a new leader never
  * acts on what an old term cached.
  *
- *   elect? ─▶ lead ─▶ Controller.start(reconcilers) ─▶ … ─▶ lost ─▶ stop all ─▶ campaign again
+ *   elect? ─▶ lead ─▶ Controller.start(reconcilers) + alongside (scheduler) ─▶ … ─▶ lost ─▶ stop all ─▶ campaign again
  */
 import { Effect, type Scope } from "effect"
 import type * as Client from "../client/Client.js"
@@ -23,6 +23,8 @@ export interface Options {
   readonly onTerm?: (running: Controller.Running | undefined) => void
   /** Component name on Events. */
   readonly component?: string
+  /** Started with the controllers in every term, sharing their informers (the scheduler). */
+  readonly alongside?: (running: Controller.Running) => Effect.Effect<unknown, never, Scope.Scope>
 }
 
 const lead = (options: Options): Effect.Effect<never, never, Scope.Scope> =>
@@ -32,6 +34,7 @@ const lead = (options: Options): Effect.Effect<never, never, Scope.Scope> =>
       reconcilers: options.reconcilers,
       ...(options.component === undefined ? {} : { component: options.component })
     })
+    if (options.alongside !== undefined) yield* options.alongside(running)
     options.onTerm?.(running)
     yield* Effect.addFinalizer(() => Effect.sync(() => options.onTerm?.(undefined)))
     return yield* Effect.never

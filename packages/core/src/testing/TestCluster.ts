@@ -1,7 +1,7 @@
 /**
  * An in-process Fleet cluster for tests — Fleet's own and those of services built on it. One call
  * gives the real API pipeline (validation, defaulting, admission, watch caches) over a memory
- * store (or a store you pass), the controllers you choose, the basic scheduler and simulated
+ * store (or a store you pass), the controllers you choose, the scheduler and simulated
  * nodes whose pods start, become ready, exit and terminate as a kubelet would report them, with
  * failures you can inject: crash a container, fail readiness, silence a node.
  *
@@ -25,7 +25,9 @@ import * as InProcess from "../client/InProcess.js"
 import * as Controller from "../controllers/Controller.js"
 import type * as Informer from "../controllers/Informer.js"
 import * as Status from "../model/Status.js"
-import * as BasicScheduler from "../scheduler/BasicScheduler.js"
+import * as Placement from "../api/Placement.js"
+import type { Profile } from "../scheduler/Framework.js"
+import * as Scheduler from "../scheduler/Scheduler.js"
 import { makeMemory, type StoreService } from "../store/Store.js"
 import * as SimulatedKubelet from "./SimulatedKubelet.js"
 
@@ -38,8 +40,10 @@ export interface Options {
   readonly nodes?: number | ReadonlyArray<NodeSpec>
   /** The controllers to run (default none: the scheduler and simulated nodes only). */
   readonly controllers?: ReadonlyArray<Controller.Reconciler>
-  /** Run the basic scheduler (default true). */
+  /** Run the scheduler (default true). */
   readonly scheduler?: boolean
+  /** Scheduler profiles (default: `default-scheduler` with the default plugins). */
+  readonly schedulerProfiles?: ReadonlyArray<Profile>
   /** The store (default: a new memory store, closed with the cluster). */
   readonly store?: StoreService
   /** Admission plugins added after the built-in chain. */
@@ -72,6 +76,8 @@ export interface TestCluster {
   readonly metrics: () => ReadonlyArray<Controller.Metrics>
   /** Waits until informers have synced and no controller has work queued or in flight. */
   readonly idle: Effect.Effect<void>
+  /** The running scheduler (its metrics and placement explanations), unless turned off. */
+  readonly scheduler: () => Scheduler.Running | undefined
   /** Names of the nodes added so far (and not removed). */
   readonly nodeNames: () => ReadonlyArray<string>
   readonly addNode: (spec: NodeSpec) => Effect.Effect<void, unknown>
@@ -121,6 +127,8 @@ export const make = (options: Options = {}): Effect.Effect<TestCluster, never, S
       [adminToken, adminUser],
       [controllerToken, controllerUser]
     ])
+    // The scheduler starts after the API it serves explanations through.
+    const current: { scheduler?: Scheduler.Running } = {}
     const builtIn = yield* Admission.make({
       store,
       region: "local",
@@ -137,7 +145,7 @@ export const make = (options: Options = {}): Effect.Effect<TestCluster, never, S
         return user === undefined ? Effect.fail(ApiError.of(Status.unauthorized())) : Effect.succeed(user)
       },
       admission: [...builtIn, ...(options.admission ?? [])],
-      subresources: [Binding.handler, Eviction.subresource, ...(options.subresources ?? [])],
+      subresources: [Binding.handler, Eviction.subresource, Placement.handler(() => current.scheduler?.explain), ...(options.subresources ?? [])],
       waitForRevision: "10 seconds"
     })
     const fetch = InProcess.fetch(server.handle, { client: "test-cluster" })
@@ -155,9 +163,30 @@ export const make = (options: Options = {}): Effect.Effect<TestCluster, never, S
     })
     const running = yield* Controller.start({
       client: controllerClient,
-      reconcilers: [...(options.controllers ?? []), ...(options.scheduler === false ? [] : [BasicScheduler.reconciler()]), kubelets.reconciler]
+      reconcilers: [...(options.controllers ?? []), kubelets.reconciler]
     })
     kubelets.bindQueue((key) => running.enqueue(kubelets.reconciler.name, key))
+    const scheduler =
+      options.scheduler === false
+        ? undefined
+        : yield* Effect.orDie(
+            Scheduler.start({
+              client: controllerClient,
+              informers: running.informers,
+              // Short backoffs: a test should not wait the production 1–10 s after a lost race.
+              queue: { initialBackoffMs: 50, maxBackoffMs: 1_000 },
+              ...(options.schedulerProfiles === undefined ? {} : { profiles: options.schedulerProfiles })
+            })
+          )
+    if (scheduler !== undefined) current.scheduler = scheduler
+    const idle = Effect.gen(function* () {
+      for (;;) {
+        yield* running.idle
+        const m = scheduler?.metrics()
+        if (m === undefined || (m.queue.active === 0 && m.queue.inFlight === 0 && m.bindingsInFlight === 0)) return
+        yield* Effect.sleep(20)
+      }
+    })
 
     const names: Array<string> = []
     const addNode = (spec: NodeSpec) =>
@@ -167,7 +196,7 @@ export const make = (options: Options = {}): Effect.Effect<TestCluster, never, S
         ? Array.from({ length: typeof options.nodes === "number" ? options.nodes : 1 }, (_, i) => ({ name: `node-${i}` }))
         : options.nodes
     for (const spec of specs) yield* Effect.orDie(addNode(spec))
-    yield* running.idle
+    yield* idle
 
     const PodRef: Client.ResourceRef = { apiVersion: "v1", kind: "Pod" }
     return {
@@ -177,7 +206,8 @@ export const make = (options: Options = {}): Effect.Effect<TestCluster, never, S
       fetch,
       informers: running.informers,
       metrics: running.metrics,
-      idle: running.idle,
+      idle,
+      scheduler: () => scheduler,
       nodeNames: () => [...names],
       addNode,
       removeNode: (name) =>

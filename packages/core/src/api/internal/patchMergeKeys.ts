@@ -76,6 +76,7 @@ export const builtInMergeKeys: Readonly<Record<string, MergeKeys>> = {
   "discovery.k8s.io/v1/EndpointSlice": objectMeta(""),
   "policy/v1/PodDisruptionBudget": { ...objectMeta(""), "status.conditions": "type" },
   "networking.k8s.io/v1/IPAddress": objectMeta(""),
+  "scheduling.k8s.io/v1/PriorityClass": objectMeta(""),
   "v1/Node": {
     ...objectMeta(""),
     "spec.podCIDRs": byValue,

@@ -78,7 +78,6 @@ interface Seen {
   podCount: number
   labels: Readonly<Record<string, string>>
   taints: unknown
-  epoch: number
 }
 
 /**
@@ -93,7 +92,6 @@ export class NodeChanges {
   private readonly order: Array<Seen | undefined> = []
   private log: Array<string> = []
   private logStart = 0
-  private epoch = 0
   private lastNodes: ReadonlyArray<NodeInfo> | undefined
   private maxGen = 0
 
@@ -115,7 +113,6 @@ export class NodeChanges {
   sync(nodes: ReadonlyArray<NodeInfo>): void {
     if (nodes === this.lastNodes) return
     this.lastNodes = nodes
-    const epoch = ++this.epoch
     const before = this.log.length
     const order = this.order
     let maxGen = 0
@@ -125,7 +122,7 @@ export class NodeChanges {
       let s = order[i]
       if (s === undefined || s.name !== n.name) s = this.seen.get(n.name)
       if (s === undefined) {
-        s = { name: n.name, node: n, generation: n.generation, pods: n.pods, podCount: n.pods.length, labels: n.labels, taints: n.taints, epoch }
+        s = { name: n.name, node: n, generation: n.generation, pods: n.pods, podCount: n.pods.length, labels: n.labels, taints: n.taints }
         this.seen.set(n.name, s)
         this.log.push(n.name)
       } else if (s.node !== n || s.generation !== n.generation) {
@@ -138,14 +135,17 @@ export class NodeChanges {
         s.labels = n.labels
         s.taints = n.taints
       }
-      s.epoch = epoch
-      order[i] = s
+      // The steady state writes nothing per node: one array slot at most.
+      if (order[i] !== s) order[i] = s
     }
     order.length = nodes.length
     this.maxGen = maxGen
+    // More names seen than nodes now: some left (rare), found with one more pass.
     if (this.seen.size > nodes.length) {
-      for (const [name, s] of this.seen) {
-        if (s.epoch !== epoch) {
+      const present = new Set<string>()
+      for (const n of nodes) present.add(n.name)
+      for (const name of this.seen.keys()) {
+        if (!present.has(name)) {
           this.seen.delete(name)
           this.log.push(name)
         }
@@ -222,7 +222,11 @@ export class TopologyCounts {
   /** The fewest matching pods in any domain; Infinity when there is no domain. */
   min(): number {
     if (this.nodesIn.size === 0) return Infinity
-    while ((this.histogram[this.minHint] ?? 0) === 0) this.minHint++
+    const h = this.histogram
+    while (this.minHint < h.length && (h[this.minHint] ?? 0) === 0) this.minHint++
+    if (this.minHint < h.length) return this.minHint
+    // Unreachable while minHint never passes the smallest count; recover rather than spin.
+    this.minHint = h.findIndex((n) => (n ?? 0) > 0)
     return this.minHint
   }
 
@@ -266,7 +270,7 @@ export class TopologyCounts {
     this.nodesIn.set(value, nodes)
     this.byValue.set(value, after)
     this.histogram[after] = (this.histogram[after] ?? 0) + 1
-    // mutated
+    if (after < this.minHint) this.minHint = after
   }
 }
 
@@ -380,8 +384,8 @@ export const ownerLabelsSelector = (pod: PodInfo): LabelSelector.LabelSelector |
 const podSpec = (pod: PodInfo): Record<string, unknown> => obj(pod.pod["spec"])
 
 const isTerminating = (p: PodInfo): boolean => {
-  const ts = obj(p.pod["metadata"])["deletionTimestamp"]
-  return ts !== undefined && ts !== null
+  const m = p.pod["metadata"] as Record<string, unknown> | undefined
+  return m !== undefined && m !== null && m["deletionTimestamp"] != null
 }
 
 /** Pods on `node` in `namespace` matching, skipping terminating pods (upstream #87621). */

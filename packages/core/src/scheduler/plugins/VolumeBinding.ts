@@ -300,17 +300,14 @@ const make = (lookup: VolumeLookup | undefined, waitForFirstConsumer: ReadonlySe
       // No claims, or no way to read them (no lookup wired): nothing to check.
       if (names.length === 0 || lookup === undefined) return { status: skip }
       const volumes = lookup.volumes()
-      // Volumes whose binding has landed (claimRef written) or that are gone need no holding.
-      if (assumed.size > 0) {
-        const live = new Map(volumes.map((pv) => [str(meta(pv)["name"]), pv]))
-        for (const pvName of [...assumed.keys()]) {
-          const pv = live.get(pvName)
-          const ref = pv === undefined ? undefined : obj(pv["spec"])["claimRef"]
-          if (pv === undefined || (ref !== undefined && ref !== null)) assumed.delete(pvName)
-        }
-      }
       const byName = new Map<string, JsonObject>()
       for (const pv of volumes) byName.set(str(meta(pv)["name"]), pv)
+      // Volumes whose binding has landed (claimRef written) or that are gone need no holding.
+      for (const pvName of [...assumed.keys()]) {
+        const pv = byName.get(pvName)
+        const ref = pv === undefined ? undefined : obj(pv["spec"])["claimRef"]
+        if (pv === undefined || (ref !== undefined && ref !== null)) assumed.delete(pvName)
+      }
       const bound: Array<Record<string, unknown> | undefined | null> = []
       const delayed: Array<Delayed> = []
       let immediate = 0
