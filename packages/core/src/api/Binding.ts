@@ -20,6 +20,11 @@ const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v
 const fromEither = <A>(e: Either.Either<A, ApiError.ApiError>): Effect.Effect<A, ApiError.ApiError> =>
   Either.isRight(e) ? Effect.succeed(e.right) : Effect.fail(e.left)
 
+const withoutNomination = (status: Record<string, unknown>): Record<string, unknown> => {
+  const { nominatedNodeName: _nominated, ...rest } = status
+  return rest
+}
+
 /** The binding subresource handler. */
 export const handler: SubresourceHandler = {
   group: "",
@@ -68,7 +73,8 @@ export const handler: SubresourceHandler = {
         ...pod,
         metadata: Object.keys(annotations).length > 0 ? { ...m, annotations: { ...obj(m["annotations"]), ...annotations } } : m,
         spec: { ...spec, nodeName: node },
-        status: { ...status, conditions: [...conditions, { type: "PodScheduled", status: "True", lastProbeTime: null, lastTransitionTime: now }] }
+        // A bound pod no longer waits for a nominated node (kube-apiserver clears it too, since 1.34).
+        status: { ...withoutNomination(status), conditions: [...conditions, { type: "PodScheduled", status: "True", lastProbeTime: null, lastTransitionTime: now }] }
       }
       const text = yield* fromEither(Objects.toStored(next))
       yield* context.store.update(key, context.transformer.toStore(context.resource, text), kv.modRevision).pipe(Effect.mapError((e) => ApiError.fromStore(e, subject)))
