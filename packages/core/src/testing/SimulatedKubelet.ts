@@ -106,7 +106,6 @@ export interface Kubelets {
 /** Make the simulation; heartbeats live in the current scope. */
 export const make = (client: Client.Client, options: Options = {}): Effect.Effect<Kubelets, never, Scope.Scope> =>
   Effect.gen(function* () {
-    const scope = yield* Effect.scope
     const startupMs = options.podStartupMs ?? 20
     const heartbeatMs = options.heartbeatMs ?? 200
     const nodes = new Map<string, NodeState>()
@@ -150,7 +149,6 @@ export const make = (client: Client.Client, options: Options = {}): Effect.Effec
       state.heartbeat = undefined
     }
     yield* Effect.addFinalizer(() => Effect.sync(() => [...nodes.keys()].forEach(stopHeartbeat)))
-    void scope
 
     const podKey = (namespace: string, name: string) => `${namespace}/${name}`
 
@@ -171,12 +169,12 @@ export const make = (client: Client.Client, options: Options = {}): Effect.Effec
           : { running: { startedAt } }
       }))
 
-    const conditions = (ready: boolean, now: string, initial: boolean) => [
+    const conditions = (ready: boolean, now: string) => [
       { type: "PodReadyToStartContainers", status: "True", lastTransitionTime: now },
       { type: "Initialized", status: "True", lastTransitionTime: now },
       { type: "ContainersReady", status: ready ? "True" : "False", lastTransitionTime: now },
       { type: "Ready", status: ready ? "True" : "False", lastTransitionTime: now },
-      { type: "PodScheduled", status: "True", lastTransitionTime: initial ? now : now }
+      { type: "PodScheduled", status: "True", lastTransitionTime: now }
     ]
 
     const keepTransition = (pod: JsonObject, list: ReadonlyArray<Record<string, unknown>>) =>
@@ -227,7 +225,7 @@ export const make = (client: Client.Client, options: Options = {}): Effect.Effec
             podIPs: [{ ip }],
             startTime: now,
             qosClass: "BestEffort",
-            conditions: keepTransition(pod, conditions(ready, now, true)),
+            conditions: keepTransition(pod, conditions(ready, now)),
             containerStatuses: containerStatuses(pod, true, ready, 0, now)
           }).pipe(Effect.ignore)
         }
@@ -247,19 +245,19 @@ export const make = (client: Client.Client, options: Options = {}): Effect.Effec
               ...s,
               lastState: { terminated: { exitCode: code, reason: code === 0 ? "Completed" : "Error", startedAt: started, finishedAt: now } }
             }))
-            yield* patchStatus(pod, { conditions: keepTransition(pod, conditions(ready, now, false)), containerStatuses: statuses }).pipe(Effect.ignore)
+            yield* patchStatus(pod, { conditions: keepTransition(pod, conditions(ready, now)), containerStatuses: statuses }).pipe(Effect.ignore)
             return exitCode === undefined ? undefined : { requeueAfterMs: Math.max(1, runMs) }
           }
           yield* patchStatus(pod, {
             phase: code === 0 ? "Succeeded" : "Failed",
-            conditions: keepTransition(pod, conditions(false, now, false)),
+            conditions: keepTransition(pod, conditions(false, now)),
             containerStatuses: containerStatuses(pod, false, false, state.restarts, started, { exitCode: code, at: now })
           }).pipe(Effect.ignore)
           return
         }
         if (Pods.isReady(pod) !== ready && Pods.phase(pod) === "Running") {
           yield* patchStatus(pod, {
-            conditions: keepTransition(pod, conditions(ready, now, false)),
+            conditions: keepTransition(pod, conditions(ready, now)),
             containerStatuses: containerStatuses(pod, true, ready, state.restarts, Pods.rfc3339(state.runningAt))
           }).pipe(Effect.ignore)
         }
