@@ -3,7 +3,7 @@
  */
 import { readFileSync, statSync } from "node:fs"
 import { mkdtemp, rm } from "node:fs/promises"
-import { request as httpsRequest } from "node:https"
+import { Agent, request as httpsRequest } from "node:https"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -74,7 +74,11 @@ describe("koder-fleet server", () => {
   })
 
   it("answers 429 with Retry-After past 100 concurrent requests of one client", async () => {
-    // 100 requests whose bodies never arrive hold their slots for as long as we like.
+    // 100 requests whose bodies never arrive hold their slots for as long as we like. They get an
+    // agent of their own: a kept-alive socket from an earlier test could be closed by the server
+    // just as one is sent, and a lost request would leave a slot free for good.
+    const own = new Agent({ ca: creds.ca, keepAlive: false, maxSockets: Infinity })
+    const lost: Array<Error> = []
     const stalled = Array.from({ length: 100 }, () => {
       const req = httpsRequest({
         host: "127.0.0.1",
@@ -82,18 +86,23 @@ describe("koder-fleet server", () => {
         method: "POST",
         path: "/api/v1/namespaces",
         headers: { authorization: `Bearer ${creds.token}`, "content-type": "application/json", "content-length": "100" },
-        agent: http.agent,
+        agent: own,
         servername: "localhost"
       })
-      req.on("error", () => {})
+      req.on("error", (e) => lost.push(e))
       req.flushHeaders()
       return req
     })
     try {
-      const refused = await eventually(async () => {
-        const r = await http.send("GET", "/api/v1/namespaces", { token: creds.token })
-        return r.status === 429 ? r : undefined
-      }, 30_000, "a 429")
+      const refused = await eventually(
+        async () => {
+          if (lost.length > 0) throw new Error(`a held request failed: ${lost[0]?.message}`)
+          const r = await http.send("GET", "/api/v1/namespaces", { token: creds.token })
+          return r.status === 429 ? r : undefined
+        },
+        45_000,
+        "a 429"
+      )
       expect(refused.headers["retry-after"]).toBe("1")
       expect(refused.json()).toMatchObject({ kind: "Status", reason: "TooManyRequests", code: 429 })
       // Another client (no token: its address) and health probes are not affected.
@@ -101,9 +110,10 @@ describe("koder-fleet server", () => {
       expect((await http.send("GET", "/healthz")).status).toBe(200)
     } finally {
       for (const req of stalled) req.destroy()
+      own.destroy()
     }
     await eventually(async () => ((await http.send("GET", "/api/v1/namespaces", { token: creds.token })).status === 200 ? true : undefined), 10_000, "the slots to free")
-  })
+  }, 90_000)
 
   it("ends open watches and exits 0 on SIGTERM", async () => {
     const events: Array<string> = []
