@@ -98,3 +98,7 @@ export * as SchedulerProfiles from "./scheduler/Profiles.js"
 export * as SchedulingQueue from "./scheduler/Queue.js"
 export * as SchedulerPlugins from "./scheduler/plugins/index.js"
 export * as Scheduler from "./scheduler/Scheduler.js"
+
+// Runtime (DESIGN §8)
+export * as MemoryRuntime from "./runtime/MemoryRuntime.js"
+export * as Runtime from "./runtime/Runtime.js"

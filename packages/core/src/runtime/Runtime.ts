@@ -1,0 +1,507 @@
+/**
+ * The Runtime port: what the node agent asks of a container runtime, i.e. the kbox API of
+ * DESIGN §8 as TypeScript. `kbox-client` speaks it over a Unix socket to `koder-fleet box`
+ * (or a real kbox daemon); `MemoryRuntime` simulates it for the agent's unit tests.
+ *
+ * Shape, and why:
+ * - Two levels like the CRI: a **sandbox** per pod (shared namespaces, hostname, network,
+ *   pod-level cgroup) and **containers** inside it. A container is one run of one process
+ *   tree: it goes `created → running → exited` once and is never restarted in place. The agent
+ *   restarts a container by creating a new one with `attempt + 1`, keeping the exited one
+ *   (for `previous` logs and `lastState`) until it removes it. This keeps the runtime dumb and
+ *   the restart policy (backoff, counts) in the agent's pure sync decision.
+ * - Everything the agent needs to re-adopt after its own restart is *in the runtime*: sandboxes
+ *   and containers carry the pod's identity (`podUid`, namespace, name), the container name,
+ *   the attempt and free-form labels, and `list` filters on them. The agent keeps no state of
+ *   its own about what it started; it lists.
+ * - Records are plain JSON-safe data (the wire format of the kbox API is these very Schemas):
+ *   timestamps are RFC 3339 strings with milliseconds, durations are named with their unit
+ *   (`gracePeriodMs`, `timeoutMs`; `sinceSeconds` keeps its Kubernetes name).
+ * - Calls are idempotent where a retry after a lost answer must be safe: `stop` of an exited
+ *   container and `remove` of one that is already gone succeed. `create` cannot be: it fails
+ *   `AlreadyExists` (carrying the existing id) for a second sandbox of a pod uid or a second
+ *   container with the same (sandbox, name, attempt), so a retried create never duplicates.
+ */
+import { Context, type Effect, Schema, type Stream } from "effect"
+
+const opt = <S extends Schema.Schema.All>(schema: S) => Schema.optionalWith(schema, { exact: true })
+const StringMap = Schema.Record({ key: Schema.String, value: Schema.String })
+
+// ---------------------------------------------------------------------------------------------
+// Errors. They cross the wire (the box returns them as JSON), hence Schema.TaggedError. The tags
+// carry a `Runtime` prefix so that an agent effect that can fail with both a Store/API
+// `NotFound` and a runtime one can still tell them apart with `catchTag`.
+// ---------------------------------------------------------------------------------------------
+
+/** What an error is about: a sandbox, a container or an image. */
+export const ObjectKind = Schema.Literal("sandbox", "container", "image")
+/** What an error is about. */
+export type ObjectKind = typeof ObjectKind.Type
+
+/** The sandbox, container or image does not exist (HTTP 404). */
+export class NotFound extends Schema.TaggedError<NotFound>()("RuntimeNotFound", {
+  kind: ObjectKind,
+  id: Schema.String,
+  message: Schema.String
+}) {}
+
+/** A sandbox for this pod uid, or a container with this (sandbox, name, attempt), exists (409). */
+export class AlreadyExists extends Schema.TaggedError<AlreadyExists>()("RuntimeAlreadyExists", {
+  kind: ObjectKind,
+  /** The id of the object that is already there, so the caller can adopt it. */
+  id: Schema.String,
+  message: Schema.String
+}) {}
+
+/**
+ * The request is malformed, asks for something this runtime cannot do (a limit without cgroups
+ * is *not* this: it is reported by `info` and ignored), or does not fit the object's state
+ * (start of a container that already ran, exec in one that is not running) (HTTP 400/409).
+ */
+export class Invalid extends Schema.TaggedError<Invalid>()("RuntimeInvalid", {
+  message: Schema.String
+}) {}
+
+/** The runtime cannot be reached or failed doing its job: socket gone, spawn failed (503/500). */
+export class Unavailable extends Schema.TaggedError<Unavailable>()("RuntimeUnavailable", {
+  message: Schema.String
+}) {}
+
+/** Every failure of the port. */
+export type RuntimeError = NotFound | AlreadyExists | Invalid | Unavailable
+
+// ---------------------------------------------------------------------------------------------
+// Info
+// ---------------------------------------------------------------------------------------------
+
+/** Capability flags: what this runtime really does, so the agent adapts instead of assuming. */
+export const Capabilities = Schema.Struct({
+  /** `none`: plain host processes; `namespaces`: Linux namespaces per pod; `oci`: OCI containers. */
+  isolation: Schema.Literal("none", "namespaces", "oci"),
+  /** The namespaces each pod sandbox gets (empty when `isolation` is `none`). */
+  namespaces: Schema.Array(Schema.Literal("pid", "mount", "uts", "ipc", "net")),
+  /** The cgroup hierarchy the limits and stats use; `none`: limits are ignored, stats from /proc. */
+  cgroups: Schema.Literal("none", "v1", "v2"),
+  /** Which of `ContainerSpec.resources` are enforced. */
+  limits: Schema.Struct({ cpu: Schema.Boolean, memory: Schema.Boolean, pids: Schema.Boolean }),
+  /** `mounts` are bind-mounted at `containerPath`; false: the agent must point at `hostPath`s. */
+  bindMounts: Schema.Boolean,
+  /** `user` is honoured (the runtime runs as root). */
+  runAsUser: Schema.Boolean,
+  /** Sandboxes with `network: "pod"` get their own network namespace and IP. */
+  podNetwork: Schema.Boolean,
+  /** Checkpoint/restore (CRIU) of containers. */
+  checkpoint: Schema.Boolean,
+  /** NetworkPolicy enforcement inside pod network namespaces. */
+  networkPolicy: Schema.Boolean,
+  /** The drivers this daemon was built with; `Info.driver` is the one serving. */
+  drivers: Schema.Array(Schema.String)
+})
+/** Capability flags. */
+export type Capabilities = typeof Capabilities.Type
+
+/** `GET /v1/info`. */
+export const Info = Schema.Struct({
+  name: Schema.String,
+  version: Schema.String,
+  /** The driver serving this socket: `process`, `runc`, ... */
+  driver: Schema.String,
+  capabilities: Capabilities
+})
+/** Runtime identity and capabilities. */
+export type Info = typeof Info.Type
+
+// ---------------------------------------------------------------------------------------------
+// Sandboxes
+// ---------------------------------------------------------------------------------------------
+
+/** A declared pod port; `hostPort` is the host side when the agent assigned or the pod asked one. */
+export const PortMapping = Schema.Struct({
+  name: opt(Schema.String),
+  containerPort: Schema.Number,
+  hostPort: opt(Schema.Number),
+  protocol: opt(Schema.Literal("TCP", "UDP", "SCTP"))
+})
+/** A declared pod port. */
+export type PortMapping = typeof PortMapping.Type
+
+/** Resource limits; absent fields are unlimited. Enforced as `Capabilities.limits` says. */
+export const Resources = Schema.Struct({
+  /** CPU limit in millicores (1000 = one core), enforced as a CFS quota. */
+  cpuMillis: opt(Schema.Number),
+  /** CPU request in millicores, used as a relative weight (shares) when cgroups are there. */
+  cpuRequestMillis: opt(Schema.Number),
+  /** Memory limit in bytes; exceeding it OOM-kills the container (exit 137, `OOMKilled`). */
+  memoryBytes: opt(Schema.Number),
+  /** Maximum number of processes/threads. */
+  pids: opt(Schema.Number)
+})
+/** Resource limits. */
+export type Resources = typeof Resources.Type
+
+/** `POST /v1/sandboxes`: one per pod. */
+export const SandboxSpec = Schema.Struct({
+  podUid: Schema.String,
+  name: Schema.String,
+  namespace: Schema.String,
+  /** The hostname inside the pod (its own UTS namespace when isolated); default the pod name. */
+  hostname: opt(Schema.String),
+  /** `host`: the host's network; `pod`: its own namespace and IP (only if `podNetwork`). */
+  network: Schema.Literal("host", "pod"),
+  ports: opt(Schema.Array(PortMapping)),
+  /** Pod-level limits (the pod cgroup), on top of each container's own. */
+  resources: opt(Resources),
+  labels: opt(StringMap)
+})
+/** A sandbox request. */
+export type SandboxSpec = typeof SandboxSpec.Type
+
+/** A pod's sandbox as the runtime holds it. */
+export const Sandbox = Schema.Struct({
+  id: Schema.String,
+  spec: SandboxSpec,
+  /** `ready` while its namespaces are held; `notready` if they were lost (e.g. host reboot). */
+  state: Schema.Literal("ready", "notready"),
+  /** The pod IP when it has its own network namespace; absent in host network mode. */
+  ip: opt(Schema.String),
+  createdAt: Schema.String
+})
+/** A pod's sandbox. */
+export type Sandbox = typeof Sandbox.Type
+
+/** Filter of `sandboxes.list`: all given fields must match. */
+export interface SandboxFilter {
+  readonly podUid?: string
+  readonly labels?: Readonly<Record<string, string>>
+}
+
+// ---------------------------------------------------------------------------------------------
+// Containers
+// ---------------------------------------------------------------------------------------------
+
+/** A host directory made visible at `containerPath` (bind mount when `bindMounts`). */
+export const Mount = Schema.Struct({
+  hostPath: Schema.String,
+  containerPath: Schema.String,
+  readOnly: opt(Schema.Boolean)
+})
+/** A mount. */
+export type Mount = typeof Mount.Type
+
+/** Who the process runs as (numeric, like Kubernetes `runAsUser`/`runAsGroup`). */
+export const User = Schema.Struct({
+  uid: Schema.Number,
+  gid: opt(Schema.Number),
+  supplementalGroups: opt(Schema.Array(Schema.Number))
+})
+/** A process identity. */
+export type User = typeof User.Type
+
+/** Well-known label keys the agent puts on sandboxes and containers to re-adopt them by `list`. */
+export const Labels = {
+  podUid: "fleet.koder.dev/pod-uid",
+  podNamespace: "fleet.koder.dev/pod-namespace",
+  podName: "fleet.koder.dev/pod-name",
+  containerName: "fleet.koder.dev/container-name",
+  restartAttempt: "fleet.koder.dev/restart-attempt",
+  /** Hash of the container's spec in the pod, to notice a changed spec. */
+  specHash: "fleet.koder.dev/spec-hash"
+} as const
+
+/** `POST /v1/containers`. */
+export const ContainerSpec = Schema.Struct({
+  sandboxId: Schema.String,
+  /** The container's name in the pod; unique per sandbox together with `attempt`. */
+  name: Schema.String,
+  /** 0 for the first run, +1 for each restart (the agent's restartCount). */
+  attempt: Schema.Number,
+  /**
+   * `NAME:TAG` or `NAME@sha256:...` of an imported image. Optional for the `process` driver:
+   * without an image, `command` + `args` run on the host's filesystem.
+   */
+  image: opt(Schema.String),
+  /** argv[0..]: the executable (resolved on PATH) and its leading arguments. */
+  command: Schema.Array(Schema.String),
+  /** Further arguments appended to `command`. */
+  args: opt(Schema.Array(Schema.String)),
+  /** The complete environment (nothing inherited from the runtime). */
+  env: opt(StringMap),
+  workingDir: opt(Schema.String),
+  user: opt(User),
+  mounts: opt(Schema.Array(Mount)),
+  resources: opt(Resources),
+  /** The signal `stop` sends first (default `SIGTERM`). */
+  stopSignal: opt(Schema.String),
+  labels: opt(StringMap),
+  /** Free-form notes kept with the container (not filterable). */
+  annotations: opt(StringMap)
+})
+/** A container request. */
+export type ContainerSpec = typeof ContainerSpec.Type
+
+/** A container's lifecycle state. It only moves forward: created → running → exited. */
+export const ContainerState = Schema.Literal("created", "running", "exited")
+/** A container's lifecycle state. */
+export type ContainerState = typeof ContainerState.Type
+
+/**
+ * Why a container exited, Kubernetes' `terminated.reason` vocabulary: `Completed` (exit 0),
+ * `Error` (non-zero, including death by a signal), `OOMKilled` (the memory limit), `StartError`
+ * (could not be started: command not found, wrong user or working directory), `Lost` (the
+ * runtime lost track of the process and its exit status, e.g. after a host reboot).
+ */
+export const ExitReason = Schema.Literal("Completed", "Error", "OOMKilled", "StartError", "Lost")
+/** Why a container exited. */
+export type ExitReason = typeof ExitReason.Type
+
+/** What a container is doing (`GET /v1/containers/{id}`'s `status`). */
+export const ContainerStatus = Schema.Struct({
+  state: ContainerState,
+  /** The host pid of the container's main process while running. */
+  pid: opt(Schema.Number),
+  /** Exit code once exited; 128 + n for death by signal n (137 for SIGKILL), like a shell. */
+  exitCode: opt(Schema.Number),
+  /** The signal that ended it, by name (`SIGKILL`), when it died of one. */
+  signal: opt(Schema.String),
+  reason: opt(ExitReason),
+  /** Human detail for the reason (e.g. the start error). */
+  message: opt(Schema.String),
+  startedAt: opt(Schema.String),
+  finishedAt: opt(Schema.String)
+})
+/** A container's status. */
+export type ContainerStatus = typeof ContainerStatus.Type
+
+/** A container as the runtime holds it. */
+export const Container = Schema.Struct({
+  id: Schema.String,
+  spec: ContainerSpec,
+  status: ContainerStatus,
+  createdAt: Schema.String
+})
+/** A container. */
+export type Container = typeof Container.Type
+
+/** Filter of `containers.list`: all given fields must match. */
+export interface ContainerFilter {
+  readonly sandboxId?: string
+  readonly name?: string
+  readonly state?: ContainerState
+  /** Every pair must be among the container's labels. */
+  readonly labels?: Readonly<Record<string, string>>
+}
+
+/** `POST /v1/containers/{id}/exec`: run a command in the container's context. */
+export const ExecRequest = Schema.Struct({
+  command: Schema.Array(Schema.String),
+  /** Kill the command after this long; the result then has `timedOut` and exit code 137. */
+  timeoutMs: opt(Schema.Number),
+  /** Added to (and overriding) the container's environment. */
+  env: opt(StringMap),
+  /** Default: the container's working directory. */
+  workingDir: opt(Schema.String),
+  /** Written to the command's standard input, then closed. */
+  stdin: opt(Schema.String)
+})
+/** An exec request. */
+export type ExecRequest = typeof ExecRequest.Type
+
+/** The outcome of an exec: it always "succeeds" when the command ran, whatever its exit code. */
+export const ExecResult = Schema.Struct({
+  exitCode: Schema.Number,
+  stdout: Schema.String,
+  stderr: Schema.String,
+  timedOut: Schema.Boolean
+})
+/** The outcome of an exec. */
+export type ExecResult = typeof ExecResult.Type
+
+/** Options of `logs`, the Kubernetes pod log options the runtime can answer. */
+export interface LogOptions {
+  /** Keep the stream open and deliver new output until the container exits. */
+  readonly follow?: boolean
+  /** Only the last n lines (of what is retained) before following. */
+  readonly tailLines?: number
+  /** Only lines written in the last n seconds. */
+  readonly sinceSeconds?: number
+  /** Fill each chunk's `timestamp`. */
+  readonly timestamps?: boolean
+  /**
+   * There is no `previous` here: the previous run is another container (same sandbox and name,
+   * `attempt - 1`), whose logs the agent asks for by its id.
+   */
+}
+
+/**
+ * One line of output (with its `\n`; the last one may lack it while the line is unfinished).
+ * Chunks come in the order the lines were written, stdout and stderr interleaved.
+ */
+export const LogChunk = Schema.Struct({
+  stream: Schema.Literal("stdout", "stderr"),
+  /** When the runtime saw the line (RFC 3339), present when `timestamps` was asked. */
+  timestamp: opt(Schema.String),
+  line: Schema.String
+})
+/** One line of output. */
+export type LogChunk = typeof LogChunk.Type
+
+/** A resource sample (`GET /v1/containers/{id}/stats`), the shape of metrics.k8s.io. */
+export const Stats = Schema.Struct({
+  timestamp: Schema.String,
+  cpu: Schema.Struct({
+    /** Cumulative CPU time in nanoseconds since the container started. */
+    usageCoreNanoSeconds: Schema.Number,
+    /** Average rate since the previous sample (or since start), in nano-cores (1e9 = a core). */
+    usageNanoCores: Schema.Number
+  }),
+  memory: Schema.Struct({
+    /** What the OOM killer and Kubernetes look at: usage minus inactive file cache. */
+    workingSetBytes: Schema.Number,
+    rssBytes: Schema.Number,
+    /** The container's memory limit when enforced. */
+    limitBytes: opt(Schema.Number)
+  }),
+  /** Processes/threads in the container. */
+  pids: Schema.Number
+})
+/** A resource sample. */
+export type Stats = typeof Stats.Type
+
+/** One process of a container (`GET /v1/containers/{id}/processes`). */
+export const Process = Schema.Struct({
+  /** Host pid. */
+  pid: Schema.Number,
+  ppid: Schema.Number,
+  /** The executable's name (`comm`). */
+  command: Schema.String,
+  /** Full argv when readable. */
+  args: Schema.Array(Schema.String),
+  rssBytes: Schema.Number,
+  /** `R`, `S`, `D`, `Z`, ... as in /proc/<pid>/stat. */
+  state: Schema.String
+})
+/** One process of a container. */
+export type Process = typeof Process.Type
+
+// ---------------------------------------------------------------------------------------------
+// Images
+// ---------------------------------------------------------------------------------------------
+
+/** An imported rootfs image, pinned by the sha256 of its tarball. */
+export const Image = Schema.Struct({
+  /** `NAME:TAG` references that point at it. */
+  names: Schema.Array(Schema.String),
+  /** `sha256:<hex>`. */
+  digest: Schema.String,
+  sizeBytes: Schema.Number,
+  importedAt: Schema.String
+})
+/** An imported image. */
+export type Image = typeof Image.Type
+
+/** `POST /v1/images/import`: a rootfs tarball already on the runtime's host. */
+export const ImportRequest = Schema.Struct({
+  /** `NAME:TAG`. */
+  name: Schema.String,
+  /** Path of the tarball on the runtime's host. */
+  path: Schema.String
+})
+/** An image import request. */
+export type ImportRequest = typeof ImportRequest.Type
+
+// ---------------------------------------------------------------------------------------------
+// The service
+// ---------------------------------------------------------------------------------------------
+
+/** Stop options. */
+export interface StopOptions {
+  /**
+   * Time between the stop signal (SIGTERM) and SIGKILL of the whole process tree. 0 kills at
+   * once. `stop` returns when the container has exited, with its final status.
+   */
+  readonly gracePeriodMs: number
+}
+
+/** A pod's sandbox operations. */
+export interface Sandboxes {
+  /** Create a pod's sandbox; `AlreadyExists` (with its id) if one exists for this `podUid`. */
+  readonly create: (spec: SandboxSpec) => Effect.Effect<Sandbox, AlreadyExists | Invalid | Unavailable>
+  readonly get: (id: string) => Effect.Effect<Sandbox, NotFound | Unavailable>
+  readonly list: (filter?: SandboxFilter) => Effect.Effect<ReadonlyArray<Sandbox>, Unavailable>
+  /**
+   * Remove a sandbox and everything in it: its containers are killed (SIGKILL, whole process
+   * trees) and removed. Stop them gracefully first. Succeeds if it is already gone.
+   */
+  readonly remove: (id: string) => Effect.Effect<void, Unavailable>
+}
+
+/** Container operations. */
+export interface Containers {
+  /** Create (not start) a container in a sandbox; returns its id. */
+  readonly create: (spec: ContainerSpec) => Effect.Effect<string, NotFound | AlreadyExists | Invalid | Unavailable>
+  /**
+   * Start a created container. A start failure that is the workload's fault (command not found,
+   * bad working directory or user) is not an error of the call: the container goes to `exited`
+   * with reason `StartError`, as in Kubernetes, and `inspect` shows it.
+   */
+  readonly start: (id: string) => Effect.Effect<void, NotFound | Invalid | Unavailable>
+  /** Stop signal, then SIGKILL after the grace period; returns the final status. Idempotent. */
+  readonly stop: (id: string, options: StopOptions) => Effect.Effect<ContainerStatus, NotFound | Unavailable>
+  /** Send a signal (`SIGHUP`, `SIGUSR1`, ... or a number) to the main process; `Invalid` unless running. */
+  readonly signal: (id: string, signal: string) => Effect.Effect<void, NotFound | Invalid | Unavailable>
+  /** Run a command in the running container's context (env, cwd, user, namespaces, cgroup). */
+  readonly exec: (id: string, request: ExecRequest) => Effect.Effect<ExecResult, NotFound | Invalid | Unavailable>
+  /** Remove a container, killing its whole process tree if it runs, and its logs. Idempotent. */
+  readonly remove: (id: string) => Effect.Effect<void, Unavailable>
+  readonly list: (filter?: ContainerFilter) => Effect.Effect<ReadonlyArray<Container>, Unavailable>
+  readonly inspect: (id: string) => Effect.Effect<Container, NotFound | Unavailable>
+  /** Output lines; with `follow` the stream ends when the container exits. */
+  readonly logs: (id: string, options?: LogOptions) => Stream.Stream<LogChunk, NotFound | Unavailable>
+  /** A resource sample of a running container (`Invalid` when not running). */
+  readonly stats: (id: string) => Effect.Effect<Stats, NotFound | Invalid | Unavailable>
+  /** The processes of a running container (empty when not running). */
+  readonly processes: (id: string) => Effect.Effect<ReadonlyArray<Process>, NotFound | Unavailable>
+}
+
+/** Image operations. */
+export interface Images {
+  readonly import: (request: ImportRequest) => Effect.Effect<Image, Invalid | Unavailable>
+  readonly list: Effect.Effect<ReadonlyArray<Image>, Unavailable>
+}
+
+/** The Runtime service. */
+export interface RuntimeService {
+  readonly info: Effect.Effect<Info, Unavailable>
+  readonly sandboxes: Sandboxes
+  readonly containers: Containers
+  readonly images: Images
+}
+
+/** The Runtime port. */
+export class Runtime extends Context.Tag("@koder/fleet-core/Runtime")<Runtime, RuntimeService>() {}
+
+/** Does `labels` hold every pair of `selector`? (the `labels` filter of `list`). */
+export const matchesLabels = (
+  labels: Readonly<Record<string, string>> | undefined,
+  selector: Readonly<Record<string, string>> | undefined
+): boolean => {
+  if (selector === undefined) return true
+  for (const [k, v] of Object.entries(selector)) if (labels?.[k] !== v) return false
+  return true
+}
+
+/** Does a container pass a filter? Shared by every implementation so they agree. */
+export const matchesContainer = (c: Container, filter: ContainerFilter | undefined): boolean =>
+  filter === undefined ||
+  ((filter.sandboxId === undefined || c.spec.sandboxId === filter.sandboxId) &&
+    (filter.name === undefined || c.spec.name === filter.name) &&
+    (filter.state === undefined || c.status.state === filter.state) &&
+    matchesLabels(c.spec.labels, filter.labels))
+
+/** Does a sandbox pass a filter? */
+export const matchesSandbox = (s: Sandbox, filter: SandboxFilter | undefined): boolean =>
+  filter === undefined ||
+  ((filter.podUid === undefined || s.spec.podUid === filter.podUid) && matchesLabels(s.spec.labels, filter.labels))
+
+/** The exit reason a plain exit code implies (no OOM or start error known). */
+export const reasonOfExit = (exitCode: number): ExitReason => (exitCode === 0 ? "Completed" : "Error")
