@@ -190,11 +190,13 @@ const run = (framework: Framework, state: CycleState, pod: PodInfo, snapshot: Sn
   // Filter verdicts carry the plugin name; plugins tend to return shared constant statuses, so
   // the named copy is made once per (status, plugin) per cycle, not once per node.
   const named = new Map<Status, Status>()
+  // The plugins PreFilter did not skip, found once per cycle rather than once per node.
   const skipFilter = state.skipFilter
-  const filters = framework.filter
+  const filters = skipFilter.size === 0 ? framework.filter : framework.filter.filter((pl) => !skipFilter.has(pl.name))
+  const numFilters = filters.length
   const filterNode = (node: NodeInfo): Status | undefined => {
-    for (const pl of filters) {
-      if (skipFilter.size > 0 && skipFilter.has(pl.name)) continue
+    for (let f = 0; f < numFilters; f++) {
+      const pl = filters[f]!
       const s = pl.filter(state, pod, node)
       if (s.code === "Success" || s.code === "Skip") continue
       if (!rejected(s)) return { code: "Error", reasons: [`running "${pl.name}" filter plugin: ${statusMessage(s)}`], plugin: pl.name }
@@ -244,7 +246,9 @@ const run = (framework: Framework, state: CycleState, pod: PodInfo, snapshot: Sn
     const s = filterNode(node)
     if (s === undefined) {
       feasible.push(node)
-      statuses.delete(node.name)
+      // Only the nominated node can have a verdict already (statuses is empty otherwise): a
+      // Map.delete per feasible node showed up as a tenth of the scheduler's time.
+      if (statuses.size > 0) statuses.delete(node.name)
     } else if (s.code === "Error") {
       return { _tag: "Error", message: statusMessage(s), nextStartIndex: (startIndex + processed) % all.length }
     } else {

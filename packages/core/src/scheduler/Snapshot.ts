@@ -72,6 +72,24 @@ export interface Snapshot {
   readonly get: (name: string) => NodeInfo | undefined
   /** Nodes with at least one pod that has (anti-)affinity terms (InterPodAffinity reads only these). */
   readonly withAffinityPods: ReadonlyArray<NodeInfo>
+  /** What changed since the cache's previous snapshot (absent on snapshots not made by a Cache). */
+  readonly delta?: Delta
+}
+
+/**
+ * The nodes a Cache snapshot changed relative to the snapshot the cache made before it, so
+ * derived state (topology counts) can follow a cycle in O(changed nodes) instead of comparing
+ * every node. Snapshots are numbered rather than linked: a link would keep every old snapshot alive.
+ */
+export interface Delta {
+  /** This snapshot's number (the cache's count of snapshots made). */
+  readonly id: number
+  /** The number of the snapshot these names are relative to (-1: none, rebuild). */
+  readonly previous: number
+  /** Nodes added, changed or removed since `previous` (a removed node is no longer in `get`). */
+  readonly names: ReadonlyArray<string>
+  /** The highest generation of any NodeInfo in this snapshot. */
+  readonly maxGeneration: number
 }
 
 // ─── Implementation ────────────────────────────────────────────────────────────────────────────
@@ -388,13 +406,14 @@ export const withoutPod = (info: NodeInfo, key: string): NodeInfo => build(info,
 /** Whether any pod on the node has pod affinity or anti-affinity terms. */
 export const hasAffinityPods = (info: NodeInfo): boolean => info.pods.some((p) => extrasOf(p).affinity)
 
-const snapshotOf = (nodes: ReadonlyArray<NodeInfo>, index: ReadonlyMap<string, number>, withAffinityPods: ReadonlyArray<NodeInfo>): Snapshot => ({
+const snapshotOf = (nodes: ReadonlyArray<NodeInfo>, index: ReadonlyMap<string, number>, withAffinityPods: ReadonlyArray<NodeInfo>, delta?: Delta): Snapshot => ({
   nodes,
   get: (name) => {
     const i = index.get(name)
     return i === undefined ? undefined : nodes[i]
   },
-  withAffinityPods
+  withAffinityPods,
+  ...(delta === undefined ? {} : { delta })
 })
 
 /** A Snapshot of the given NodeInfos, in that order (tests, what-if scheduling). */
@@ -476,6 +495,8 @@ class CacheImpl implements Cache {
   private last: Snapshot | undefined = undefined
   private order: Array<NodeItem> = []
   private index: ReadonlyMap<string, number> = new Map()
+  private made = 0
+  private maxGeneration = 0
 
   addNode(node: JsonObject): void {
     this.upsertNode(node)
@@ -530,10 +551,16 @@ class CacheImpl implements Cache {
     const last = this.last
     if (last !== undefined && this.dirty.size === 0 && !this.listChanged) return last
     let affinityChanged = this.listChanged || last === undefined
+    const names = new Array<string>(this.dirty.size)
+    let d = 0
+    let maxGeneration = this.maxGeneration
     for (const item of this.dirty) {
       if (item.affinityPods > 0 || item.listedWithAffinity) affinityChanged = true
       item.info = item.base === undefined ? undefined : build(item.base, Array.from(item.pods.values()), item.generation)
+      names[d++] = item.name
+      if (item.generation > maxGeneration) maxGeneration = item.generation
     }
+    this.maxGeneration = maxGeneration
     let nodes: Array<NodeInfo>
     let index = this.index
     if (this.listChanged || last === undefined) {
@@ -566,7 +593,8 @@ class CacheImpl implements Cache {
     }
     this.dirty.clear()
     this.listChanged = false
-    this.last = snapshotOf(nodes, index, withAffinity)
+    const id = ++this.made
+    this.last = snapshotOf(nodes, index, withAffinity, { id, previous: last === undefined ? -1 : id - 1, names, maxGeneration })
     return this.last
   }
 

@@ -82,8 +82,11 @@ interface Seen {
 
 /**
  * Which nodes changed between the snapshots of successive cycles, as a log of node names, so
- * derived counts recompute only those. One pass per cycle compares each node's generation (and
- * the identity of its pod list, labels and taints); nodes added, changed or removed are logged.
+ * derived counts recompute only those. A Cache snapshot that follows the one synced before says
+ * what changed (its `delta`): those names are logged as they are. Otherwise (a snapshot from
+ * elsewhere, or one skipped) one pass compares each node's generation (and the identity of its
+ * pod list, labels and taints) with what the last pass saw; nodes added, changed or removed are
+ * logged. A pass after deltas may log names the deltas already did: consumers replay idempotently.
  */
 export class NodeChanges {
   private readonly seen = new Map<string, Seen>()
@@ -92,7 +95,8 @@ export class NodeChanges {
   private readonly order: Array<Seen | undefined> = []
   private log: Array<string> = []
   private logStart = 0
-  private lastNodes: ReadonlyArray<NodeInfo> | undefined
+  private last: Snapshot | undefined
+  private lastId = -1
   private maxGen = 0
 
   /**
@@ -109,10 +113,23 @@ export class NodeChanges {
     return this.logStart + this.log.length
   }
 
-  /** Compare `nodes` with the previous snapshot's and log what changed. */
-  sync(nodes: ReadonlyArray<NodeInfo>): void {
-    if (nodes === this.lastNodes) return
-    this.lastNodes = nodes
+  /** Log what changed in `snapshot` since the previous one synced. */
+  sync(snapshot: Snapshot): void {
+    if (snapshot === this.last) return
+    this.last = snapshot
+    const delta = snapshot.delta
+    if (delta !== undefined && this.lastId >= 0 && delta.previous === this.lastId) {
+      this.lastId = delta.id
+      for (const name of delta.names) this.log.push(name)
+      if (delta.maxGeneration > this.maxGen) this.maxGen = delta.maxGeneration
+      this.trim(delta.names.length, snapshot.nodes.length)
+      return
+    }
+    this.lastId = delta?.id ?? -1
+    this.walk(snapshot.nodes)
+  }
+
+  private walk(nodes: ReadonlyArray<NodeInfo>): void {
     const before = this.log.length
     const order = this.order
     let maxGen = 0
@@ -151,10 +168,13 @@ export class NodeChanges {
         }
       }
     }
+    this.trim(this.log.length - before, nodes.length)
+  }
+
+  private trim(changed: number, nodes: number): void {
     // A bulk change (the first snapshot, a resync) is cheaper to rebuild from than to replay:
     // forget the log so every consumer rebuilds. Otherwise keep the log bounded.
-    const changed = this.log.length - before
-    if (changed > nodes.length / 2 || this.log.length > 2 * nodes.length + 1024) {
+    if (changed > nodes / 2 || this.log.length > 2 * nodes + 1024) {
       this.logStart += this.log.length
       this.log = []
     }
@@ -287,7 +307,7 @@ export class TopologyCountsCache {
 
   /** Log what changed in `snapshot` (once per cycle, before `counts`). */
   sync(snapshot: Snapshot): void {
-    this.changes.sync(snapshot.nodes)
+    this.changes.sync(snapshot)
   }
 
   /** The counts for `signature` (made by `make` when absent), current for `snapshot`. */

@@ -4,7 +4,7 @@ import * as InterPodAffinity from "../../../src/scheduler/plugins/InterPodAffini
 import * as PodTopologySpread from "../../../src/scheduler/plugins/PodTopologySpread.js"
 import * as Snapshot from "../../../src/scheduler/Snapshot.js"
 import type { NodeInfo, PodInfo } from "../../../src/scheduler/Snapshot.js"
-import { build, filterAll, filterNodes, hostname, node, pod, pods, random, scoreNodes, verdict, zone, zoned } from "./crossFixtures.js"
+import { build, filterAll, filterNodes, hostname, node, nodeJson, pod, podJson, pods, random, scoreNodes, verdict, zone, zoned } from "./crossFixtures.js"
 
 type Json = Record<string, unknown>
 
@@ -362,6 +362,56 @@ describe("PodTopologySpread incremental counting", () => {
         const want = filterNodes(plugin(), p, nodes)
         expect(got.verdicts, `step ${step}`).toEqual(want.verdicts)
         expect(scoreNodes(live, p, nodes), `step ${step}`).toEqual(scoreNodes(plugin(), p, nodes))
+      }
+    }
+  })
+})
+
+describe("PodTopologySpread following a Cache's snapshot deltas", () => {
+  it("answers as a fresh plugin while snapshots say only what changed, are skipped, or come from elsewhere", () => {
+    const rnd = random(11)
+    const pick = <A>(xs: ReadonlyArray<A>): A => xs[Math.floor(rnd() * xs.length)]!
+    const zones = ["A", "B", "C"]
+    const cache = Snapshot.Cache.make()
+    const nodeNames: Array<string> = []
+    const podsOn = new Map<string, Json>()
+    let nextNode = 0
+    const addNode = () => {
+      const name = `n${nextNode++}`
+      nodeNames.push(name)
+      cache.addNode(nodeJson(name, { [zone]: pick(zones) }))
+    }
+    for (let i = 0; i < 8; i++) addNode()
+    const probes = [incoming([spread(zone, 1), soft(hostname, 2)]), incoming([spread(hostname, 1), soft(zone, 1)], { app: "foo", rev: "1" })]
+    const live = plugin()
+    for (let step = 0; step < 200; step++) {
+      const r = rnd()
+      if (r < 0.45 && nodeNames.length > 0) {
+        const p = podJson({ labels: { app: pick(["foo", "bar"]) }, spec: { nodeName: pick(nodeNames) } })
+        podsOn.set(String((p["metadata"] as Json)["uid"]), p)
+        cache.addPod(p)
+      } else if (r < 0.7 && podsOn.size > 0) {
+        const uid = pick([...podsOn.keys()])
+        cache.removePod(podsOn.get(uid)!)
+        podsOn.delete(uid)
+      } else if (r < 0.8 && nodeNames.length > 0) {
+        cache.updateNode(nodeJson(pick(nodeNames), { [zone]: pick(zones) }))
+      } else if (r < 0.87 && nodeNames.length > 3) {
+        const name = pick(nodeNames)
+        nodeNames.splice(nodeNames.indexOf(name), 1)
+        cache.removeNode(nodeJson(name))
+      } else {
+        addNode()
+      }
+      // Some changes pile up over two steps (a snapshot nobody synced in between is skipped).
+      if (rnd() < 0.2) continue
+      const fromCache = cache.snapshot()
+      // Now and then a snapshot without a delta, as preemption's what-if views and tests make.
+      const snapshot = rnd() < 0.1 ? Snapshot.make(fromCache.nodes) : fromCache
+      for (const p of probes) {
+        const got = filterAll(live, p, snapshot)
+        const want = filterAll(plugin(), p, Snapshot.make(snapshot.nodes))
+        expect(got.verdicts, `step ${step}`).toEqual(want.verdicts)
       }
     }
   })
