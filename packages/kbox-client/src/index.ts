@@ -1,5 +1,6 @@
 /**
- * @koder/fleet-kbox-client: the Runtime port spoken to a kbox daemon over a Unix socket
- * (DESIGN §8). Built with the node agent; this package holds its place in the workspace.
+ * @koder/fleet-kbox-client: core's Runtime port spoken to a kbox daemon (`koder-fleet box` or a
+ * real kbox) over a Unix socket (DESIGN §8). README.md is the written kbox API contract.
  */
-export const apiVersion = "v1" as const
+export * as KboxClient from "./KboxClient.js"
+export * as KboxWire from "./KboxWire.js"
