@@ -1,0 +1,47 @@
+/**
+ * Node admission, as the kubelet's resource predicate: a pod bound to this node is admitted only
+ * if its requests (containers, init containers, overhead; as the scheduler counts them) fit the
+ * node's allocatable minus what the pods already admitted here request. A pod that does not fit
+ * fails for good with the kubelet's reason and message, e.g. reason `OutOfcpu`, message
+ * `Pod was rejected: Node didn't have enough resource: cpu, requested: 3000, used: 500, capacity: 2000`
+ * (CPU in millicores, memory and storage in bytes). Checked in the kubelet's order: pods, cpu,
+ * memory, ephemeral-storage, then extended resources; the first shortage is the reason.
+ */
+import type { JsonObject } from "../controllers/Informer.js"
+import * as Snapshot from "../scheduler/Snapshot.js"
+
+/** Admitted, or refused with the pod status reason and message. */
+export type Verdict = { readonly admit: true } | { readonly admit: false; readonly reason: string; readonly message: string }
+
+const admitted: Verdict = { admit: true }
+
+const refuse = (resource: string, requested: number, used: number, capacity: number): Verdict => ({
+  admit: false,
+  reason: `OutOf${resource}`,
+  message: `Pod was rejected: Node didn't have enough resource: ${resource}, requested: ${requested}, used: ${used}, capacity: ${capacity}`
+})
+
+/**
+ * Whether `pod` may run on a node with `allocatable` (a ResourceList) beside `running` (the pods
+ * admitted before it that have not finished).
+ */
+export const decide = (pod: JsonObject, allocatable: unknown, running: ReadonlyArray<JsonObject>): Verdict => {
+  const capacity = Snapshot.resources.fromList(allocatable)
+  const want = Snapshot.podInfo(pod).requests
+  let used = Snapshot.resources.zero
+  for (const p of running) used = Snapshot.resources.add(used, Snapshot.podInfo(p).requests)
+  const pods = running.length
+  if (capacity.pods > 0 && pods + 1 > capacity.pods) return refuse("pods", 1, pods, capacity.pods)
+  if (want.milliCpu > 0 && used.milliCpu + want.milliCpu > capacity.milliCpu) return refuse("cpu", want.milliCpu, used.milliCpu, capacity.milliCpu)
+  if (want.memory > 0 && used.memory + want.memory > capacity.memory) return refuse("memory", want.memory, used.memory, capacity.memory)
+  if (want.ephemeralStorage > 0 && used.ephemeralStorage + want.ephemeralStorage > capacity.ephemeralStorage) {
+    return refuse("ephemeral-storage", want.ephemeralStorage, used.ephemeralStorage, capacity.ephemeralStorage)
+  }
+  for (const name of Object.keys(want.scalar).sort()) {
+    const w = want.scalar[name] ?? 0
+    const u = used.scalar[name] ?? 0
+    const c = capacity.scalar[name] ?? 0
+    if (w > 0 && u + w > c) return refuse(name, w, u, c)
+  }
+  return admitted
+}
