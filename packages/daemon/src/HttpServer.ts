@@ -77,7 +77,14 @@ const watchPath = /^\/(api\/[^/]+|apis\/[^/]+\/[^/]+)\/watch\//
 /** Is this a watch (served as a long-lived stream, limited separately, never timed out)? */
 export const isWatch = (path: string, query: URLSearchParams): boolean => {
   const w = query.get("watch")
-  return w === "true" || w === "1" || watchPath.test(path)
+  return w === "true" || w === "1" || watchPath.test(path) || followsLog(path, query)
+}
+
+// A followed pod log is long-running like a watch: it holds a watch slot and has no request timeout.
+const logPath = /^\/api\/v1\/namespaces\/[^/]+\/pods\/[^/]+\/log$/
+const followsLog = (path: string, query: URLSearchParams): boolean => {
+  const f = query.get("follow")
+  return (f === "true" || f === "1") && logPath.test(path)
 }
 
 /** The identity the in-flight limits count against: a token's hash prefix, else the address. */

@@ -180,3 +180,16 @@ describe("HttpServer", () => {
     await expect(http.send("GET", "/text")).rejects.toThrow()
   })
 })
+
+describe("HttpServer.isWatch", () => {
+  it.each([
+    ["/api/v1/namespaces/d/pods", "watch=true", true],
+    ["/api/v1/watch/namespaces/d/pods", "", true],
+    ["/api/v1/namespaces/d/pods/p/log", "follow=true", true],
+    ["/api/v1/namespaces/d/pods/p/log", "follow=false", false],
+    ["/api/v1/namespaces/d/pods/p/log", "", false],
+    ["/api/v1/namespaces/d/pods/p", "follow=true", false]
+  ])("%s?%s is long-running: %s", (path, query, want) => {
+    expect(HttpServer.isWatch(path, new URLSearchParams(query))).toBe(want)
+  })
+})

@@ -233,7 +233,8 @@ const quotaKeysUsed = (quota: Stored, keys: ReadonlyArray<string>) => {
 const reserve = (options: Options, request: Admission.Request): Effect.Effect<ReadonlyArray<TxnOp>, ApiError.ApiError> =>
   Effect.gen(function* () {
     const r = request.resource
-    if (!r.namespaced || request.namespace === "") return []
+    // A CONNECT (exec, signal) creates nothing a quota counts.
+    if (request.operation === "CONNECT" || !r.namespaced || request.namespace === "") return []
     if (r.group === "" && r.plural === "resourcequotas" && request.operation !== "DELETE") return []
     const t: Target = { group: r.group, plural: r.plural }
     const codec = options.transformer ?? identity

@@ -118,7 +118,8 @@ export const matches = (
 const exempt = (a: Pick<Attributes, "group" | "plural">) =>
   a.group === "admissionregistration.k8s.io" && (a.plural === "mutatingwebhookconfigurations" || a.plural === "validatingwebhookconfigurations")
 
-const optionsKind: Record<Admission.Operation, string> = { CREATE: "CreateOptions", UPDATE: "UpdateOptions", DELETE: "DeleteOptions" }
+// A CONNECT's options are its object (PodExecOptions): upstream sends no separate options then.
+const optionsKind: Record<Admission.Operation, string | undefined> = { CREATE: "CreateOptions", UPDATE: "UpdateOptions", DELETE: "DeleteOptions", CONNECT: undefined }
 
 /** The AdmissionReview sent for a request (pure). */
 export const review = (request: Admission.Request, uid: string): Policy.AdmissionReview => {
@@ -142,7 +143,7 @@ export const review = (request: Admission.Request, uid: string): Policy.Admissio
       object: request.operation === "DELETE" ? null : request.object,
       oldObject: request.operation === "CREATE" ? null : (request.oldObject ?? null),
       dryRun: request.dryRun,
-      options: { kind: optionsKind[request.operation], apiVersion: "meta.k8s.io/v1" }
+      ...(optionsKind[request.operation] === undefined ? {} : { options: { kind: optionsKind[request.operation], apiVersion: "meta.k8s.io/v1" } })
     }
   }
 }

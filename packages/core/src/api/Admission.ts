@@ -13,7 +13,7 @@ import type { UserInfo } from "./Http.js"
 import type { JsonObject, Resource } from "./Registry.js"
 
 /** The operation being admitted. */
-export type Operation = "CREATE" | "UPDATE" | "DELETE"
+export type Operation = "CREATE" | "UPDATE" | "DELETE" | "CONNECT"
 
 /** What a plugin sees. */
 export interface Request {

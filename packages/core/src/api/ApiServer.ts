@@ -62,7 +62,14 @@ export interface SubresourceHandler {
   readonly handle: (
     request: ApiRequest,
     route: Router.ResourceRoute,
-    context: { readonly store: StoreService; readonly registry: Registry.Registry; readonly resource: Registry.Resource; readonly transformer: Transformer.Transformer }
+    context: {
+      readonly store: StoreService
+      readonly registry: Registry.Registry
+      readonly resource: Registry.Resource
+      readonly transformer: Transformer.Transformer
+      /** The server's admission chain (for subresources that admit CONNECTs: exec, signal). */
+      readonly admission: ReadonlyArray<Admission.Plugin>
+    }
   ) => Effect.Effect<ApiResponse, ApiError.ApiError>
 }
 
@@ -82,7 +89,8 @@ export interface AuditRecord {
   readonly client: string
 }
 
-const mutatingVerbs = new Set(["create", "update", "patch", "delete", "deletecollection"])
+// exec and signal act on a workload: the audit log records them as it records writes.
+const mutatingVerbs = new Set(["create", "update", "patch", "delete", "deletecollection", "exec", "signal"])
 
 /** A running API server. */
 export interface ApiServer {
@@ -171,7 +179,7 @@ export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Sc
         const extra = route.subresource === undefined ? undefined : extensions.get(`${r.group}/${r.plural}/${route.subresource}`)
         if (extra !== undefined) {
           if (route.name === undefined) return yield* Effect.fail(notFoundPath())
-          return yield* extra.handle(request, route, { store: options.store, registry, resource: r, transformer })
+          return yield* extra.handle(request, route, { store: options.store, registry, resource: r, transformer, admission: options.admission ?? [] })
         }
         if (route.subresource !== undefined) {
           const ok =

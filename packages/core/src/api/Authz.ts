@@ -41,6 +41,11 @@ export const allowAll: Authorizer = () => Effect.succeed({ allowed: true, reason
 const watching = (q: URLSearchParams) => q.get("watch") === "true" || q.get("watch") === "1"
 
 /** The attributes of a request, from its route and method. */
+// Fleet's own verbs for reaching into a pod's processes: granting `create` on pods must never
+// grant a shell, so POST pods/exec and pods/signal are authorized as `exec` and `signal`.
+const processVerb = (route: Extract<Route, { _tag: "Resource" }>): string | undefined =>
+  route.group === "" && route.plural === "pods" && route.name !== undefined && (route.subresource === "exec" || route.subresource === "signal") ? route.subresource : undefined
+
 export const attributes = (route: Route, request: ApiRequest): Attributes => {
   const method = request.method.toUpperCase()
   const base = { user: request.user, path: request.path, apiGroup: "", apiVersion: "", resource: "", subresource: "", namespace: "", name: "" }
@@ -54,7 +59,7 @@ export const attributes = (route: Route, request: ApiRequest): Attributes => {
           ? "list"
           : "get"
       : method === "POST"
-        ? "create"
+        ? processVerb(route) ?? "create"
         : method === "PUT"
           ? "update"
           : method === "PATCH"

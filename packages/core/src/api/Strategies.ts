@@ -13,6 +13,7 @@ import * as LabelSelector from "../model/LabelSelector.js"
 import { RegionLabel } from "../model/Meta.js"
 import * as Networking from "../model/Networking.js"
 import * as Policy from "../model/Policy.js"
+import * as ProcessControl from "../model/ProcessControl.js"
 import * as Scheduling from "../model/Scheduling.js"
 import * as Rbac from "../model/Rbac.js"
 import * as Volume from "../model/Volume.js"
@@ -332,6 +333,7 @@ const strategies: Record<string, Strategy> = {
     validate: typed(Scheduling.PriorityClass, Scheduling.validatePriorityClass),
     validateUpdate: typedUpdate(Scheduling.PriorityClass, Scheduling.validatePriorityClassUpdate)
   },
+  "fleet.koder.dev/v1/ProcessControl": { ...base, validate: typed(ProcessControl.ProcessControl, ProcessControl.validate) },
   "apiextensions.k8s.io/v1/CustomResourceDefinition": {
     ...base,
     validate: (o) => {

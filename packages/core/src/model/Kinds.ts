@@ -19,6 +19,7 @@ import * as NodeModule from "./Node.js"
 import * as PodModule from "./Pod.js"
 import * as RbacModule from "./Rbac.js"
 import * as Policy from "./Policy.js"
+import * as ProcessControlModule from "./ProcessControl.js"
 import * as Scheduling from "./Scheduling.js"
 import * as ServiceModule from "./Service.js"
 import * as ServiceAccountModule from "./ServiceAccount.js"
@@ -97,6 +98,7 @@ export const all: ReadonlyArray<KindInfo> = [
   info("rbac.authorization.k8s.io/v1", "ClusterRole", "clusterroles", false, [], RbacModule.ClusterRole),
   info("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings", true, [], RbacModule.RoleBinding),
   info("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "clusterrolebindings", false, [], RbacModule.ClusterRoleBinding),
+  info("fleet.koder.dev/v1", "ProcessControl", "processcontrols", true, [], ProcessControlModule.ProcessControl),
   info("apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", false, ["crd", "crds"], Crd.CustomResourceDefinition)
 ]
 

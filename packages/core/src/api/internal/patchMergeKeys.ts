@@ -77,6 +77,7 @@ export const builtInMergeKeys: Readonly<Record<string, MergeKeys>> = {
   "policy/v1/PodDisruptionBudget": { ...objectMeta(""), "status.conditions": "type" },
   "networking.k8s.io/v1/IPAddress": objectMeta(""),
   "scheduling.k8s.io/v1/PriorityClass": objectMeta(""),
+  "fleet.koder.dev/v1/ProcessControl": objectMeta(""),
   "v1/Node": {
     ...objectMeta(""),
     "spec.podCIDRs": byValue,
