@@ -9,6 +9,7 @@ import * as Batch from "../model/Batch.js"
 import { decodeObject } from "../model/Decode.js"
 import * as EndpointSlice from "../model/EndpointSlice.js"
 import * as FieldError from "../model/FieldError.js"
+import * as Ingress from "../model/Ingress.js"
 import * as LabelSelector from "../model/LabelSelector.js"
 import { RegionLabel } from "../model/Meta.js"
 import * as Networking from "../model/Networking.js"
@@ -333,6 +334,7 @@ const strategies: Record<string, Strategy> = {
     validate: typed(Scheduling.PriorityClass, Scheduling.validatePriorityClass),
     validateUpdate: typedUpdate(Scheduling.PriorityClass, Scheduling.validatePriorityClassUpdate)
   },
+  "networking.k8s.io/v1/Ingress": { ...base, validate: typed(Ingress.Ingress, Ingress.validate) },
   "fleet.koder.dev/v1/ProcessControl": { ...base, validate: typed(ProcessControl.ProcessControl, ProcessControl.validate) },
   "apiextensions.k8s.io/v1/CustomResourceDefinition": {
     ...base,
@@ -578,7 +580,8 @@ const withStatus = new Set([
   "PersistentVolume",
   "PodDisruptionBudget",
   "CustomResourceDefinition",
-  "ResourceQuota"
+  "ResourceQuota",
+  "Ingress"
 ])
 const replicasScale: ScaleSpec = { specReplicasPath: "spec.replicas", statusReplicasPath: "status.replicas", labelSelectorPath: "spec.selector" }
 const scale: Record<string, ScaleSpec> = { Deployment: replicasScale, ReplicaSet: replicasScale, StatefulSet: replicasScale }
@@ -823,6 +826,22 @@ const columns: Record<string, ReadonlyArray<PrinterColumn>> = {
   ],
   ConfigMap: [{ name: "Data", type: "integer", value: (o) => Object.keys(obj(o["data"]) ?? {}).length + Object.keys(obj(o["binaryData"]) ?? {}).length }, age],
   Secret: [{ name: "Type", type: "string", value: ".type" }, { name: "Data", type: "integer", value: (o) => Object.keys(obj(o["data"]) ?? {}).length }, age],
+  Ingress: [
+    { name: "Class", type: "string", value: (o) => obj(o["spec"])?.["ingressClassName"] ?? "<none>" },
+    {
+      name: "Hosts",
+      type: "string",
+      value: (o) => arr(obj(o["spec"])?.["rules"]).map((r) => String(obj(r)?.["host"] ?? "*")).join(",") || "*"
+    },
+    {
+      name: "Address",
+      type: "string",
+      value: (o) =>
+        arr(obj(obj(o["status"])?.["loadBalancer"])?.["ingress"]).map((i) => String(obj(i)?.["ip"] ?? obj(i)?.["hostname"] ?? "")).join(",")
+    },
+    { name: "Ports", type: "string", value: (o) => (arr(obj(o["spec"])?.["tls"]).length > 0 ? "80, 443" : "80") },
+    age
+  ],
   Service: [
     { name: "Type", type: "string", value: ".spec.type" },
     { name: "Cluster-IP", type: "string", value: (o) => obj(o["spec"])?.["clusterIP"] ?? "<none>" },

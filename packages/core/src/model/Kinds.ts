@@ -12,6 +12,7 @@ import { decodeObject, type DecodeOptions } from "./Decode.js"
 import * as EndpointSliceModule from "./EndpointSlice.js"
 import * as EventModule from "./Event.js"
 import * as FieldError from "./FieldError.js"
+import * as IngressModule from "./Ingress.js"
 import * as LeaseModule from "./Lease.js"
 import * as NamespaceModule from "./Namespace.js"
 import * as Networking from "./Networking.js"
@@ -89,6 +90,8 @@ export const all: ReadonlyArray<KindInfo> = [
   info("discovery.k8s.io/v1", "EndpointSlice", "endpointslices", true, [], EndpointSliceModule.EndpointSlice),
   info("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets", true, ["pdb"], Policy.PodDisruptionBudget),
   info("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", false, ["pc"], Scheduling.PriorityClass),
+  info("networking.k8s.io/v1", "Ingress", "ingresses", true, ["ing"], IngressModule.Ingress),
+  info("networking.k8s.io/v1", "IngressClass", "ingressclasses", false, [], IngressModule.IngressClass),
   info("networking.k8s.io/v1", "IPAddress", "ipaddresses", false, ["ip"], Networking.IPAddress),
   info("v1", "LimitRange", "limitranges", true, ["limits"], Policy.LimitRange),
   info("v1", "ResourceQuota", "resourcequotas", true, ["quota"], Policy.ResourceQuota),

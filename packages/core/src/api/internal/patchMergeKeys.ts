@@ -78,6 +78,8 @@ export const builtInMergeKeys: Readonly<Record<string, MergeKeys>> = {
   "networking.k8s.io/v1/IPAddress": objectMeta(""),
   "scheduling.k8s.io/v1/PriorityClass": objectMeta(""),
   "fleet.koder.dev/v1/ProcessControl": objectMeta(""),
+  "networking.k8s.io/v1/Ingress": objectMeta(""),
+  "networking.k8s.io/v1/IngressClass": objectMeta(""),
   "v1/Node": {
     ...objectMeta(""),
     "spec.podCIDRs": byValue,
