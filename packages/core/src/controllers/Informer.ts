@@ -95,8 +95,15 @@ const removeFrom = (index: Map<string, Set<string>>, value: string, key: string)
 
 const refKey = (ref: Client.ResourceRef) => `${ref.apiVersion}/${ref.kind ?? ref.plural ?? ""}`
 
-/** Start one informer on `client` in the current scope. */
-export const make = (client: Client.Client, ref: Client.ResourceRef): Effect.Effect<Informer, never, Scope.Scope> =>
+/**
+ * Start one informer on `client` in the current scope. `selectors` narrow what it holds (the node
+ * agent watches only the pods bound to it: `fieldSelector: "spec.nodeName=<node>"`).
+ */
+export const make = (
+  client: Client.Client,
+  ref: Client.ResourceRef,
+  selectors: Pick<Client.ListOptions, "labelSelector" | "fieldSelector"> = {}
+): Effect.Effect<Informer, never, Scope.Scope> =>
   Effect.gen(function* () {
     const objects = new Map<string, JsonObject>()
     const byNamespace = new Map<string, Set<string>>()
@@ -148,6 +155,7 @@ export const make = (client: Client.Client, ref: Client.ResourceRef): Effect.Eff
 
     const fiber = yield* client
       .watch(ref, {
+        ...selectors,
         onSynced: (rv) => {
           const n = Number(rv)
           if (n > revision) revision = n
