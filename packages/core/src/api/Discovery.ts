@@ -321,7 +321,7 @@ const apiResources = (r: Resource): ReadonlyArray<APIResource> => {
       singularName: r.singular,
       namespaced: r.namespaced,
       kind: r.kind,
-      verbs: resourceVerbs,
+      verbs: r.verbs ?? resourceVerbs,
       ...(r.shortNames.length > 0 ? { shortNames: r.shortNames } : {}),
       ...(r.categories.length > 0 ? { categories: r.categories } : {})
     }
@@ -412,7 +412,7 @@ const resourceDiscovery = (r: Resource): APIResourceDiscovery => {
     responseKind: responseKind(r),
     scope: r.namespaced ? "Namespaced" : "Cluster",
     singularResource: r.singular,
-    verbs: resourceVerbs,
+    verbs: r.verbs ?? resourceVerbs,
     ...(r.shortNames.length > 0 ? { shortNames: r.shortNames } : {}),
     ...(r.categories.length > 0 ? { categories: r.categories } : {}),
     ...(subresources.length > 0 ? { subresources } : {})

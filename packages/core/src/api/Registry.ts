@@ -77,6 +77,8 @@ export interface Resource {
    * request on the resource itself, after authentication and authorization; nothing is stored.
    */
   readonly handle?: (request: ApiRequest, route: ResourceRoute) => Effect.Effect<ApiResponse, ApiError>
+  /** The verbs discovery lists, when fewer than `verbs` (read-only virtual resources). */
+  readonly verbs?: ReadonlyArray<string>
 }
 
 /** The verbs every resource supports (and `watch`), as discovery lists them. */

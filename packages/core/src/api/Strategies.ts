@@ -5,6 +5,7 @@
  */
 import { Either, type Schema } from "effect"
 import * as Apps from "../model/Apps.js"
+import * as Autoscaling from "../model/Autoscaling.js"
 import * as Batch from "../model/Batch.js"
 import { decodeObject } from "../model/Decode.js"
 import * as EndpointSlice from "../model/EndpointSlice.js"
@@ -446,6 +447,13 @@ const strategies: Record<string, Strategy> = {
     validate: typed(Batch.CronJob, Batch.validateCronJob),
     tracksGeneration: true
   },
+  "autoscaling/v2/HorizontalPodAutoscaler": {
+    ...base,
+    defaults: Autoscaling.defaults,
+    prepareForCreate: (o) => ({ ...o, status: { desiredReplicas: 0 } }),
+    validate: typed(Autoscaling.HorizontalPodAutoscaler, Autoscaling.validate),
+    tracksGeneration: true
+  },
   "v1/PersistentVolumeClaim": {
     ...base,
     defaults: (o) => withSpec(o, defaultClaimSpec),
@@ -576,6 +584,7 @@ const withStatus = new Set([
   "DaemonSet",
   "Job",
   "CronJob",
+  "HorizontalPodAutoscaler",
   "PersistentVolumeClaim",
   "PersistentVolume",
   "PodDisruptionBudget",
@@ -734,6 +743,14 @@ const columns: Record<string, ReadonlyArray<PrinterColumn>> = {
     age,
     ...workloadWide((o) => obj(obj(obj(spec(o)["jobTemplate"])?.["spec"])?.["template"])?.["spec"] as Json ?? {}, false),
     { name: "Selector", type: "string", value: (o) => selectorText(obj(obj(spec(o)["jobTemplate"])?.["spec"])?.["selector"]), priority: 1 }
+  ],
+  HorizontalPodAutoscaler: [
+    { name: "Reference", type: "string", value: (o) => `${str(obj(spec(o)["scaleTargetRef"])?.["kind"])}/${str(obj(spec(o)["scaleTargetRef"])?.["name"])}` },
+    { name: "Targets", type: "string", value: Autoscaling.formatTargets },
+    { name: "MinPods", type: "string", value: (o) => (typeof spec(o)["minReplicas"] === "number" ? String(spec(o)["minReplicas"]) : "<unset>") },
+    { name: "MaxPods", type: "integer", value: (o) => num(spec(o)["maxReplicas"]) },
+    { name: "Replicas", type: "integer", value: (o) => num(status(o)["currentReplicas"]) },
+    age
   ],
   PersistentVolumeClaim: [
     { name: "Status", type: "string", value: (o) => (obj(o["metadata"])?.["deletionTimestamp"] ? "Terminating" : str(status(o)["phase"])) },

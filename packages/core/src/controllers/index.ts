@@ -13,6 +13,7 @@ import * as EndpointSlice from "./EndpointSlice.js"
 import * as Endpoints from "./Endpoints.js"
 import * as EventTtl from "./EventTtl.js"
 import * as GarbageCollector from "./GarbageCollector.js"
+import * as HorizontalPodAutoscaler from "./HorizontalPodAutoscaler.js"
 import * as Job from "./Job.js"
 import * as Namespace from "./Namespace.js"
 import * as NodeLifecycle from "./NodeLifecycle.js"
@@ -32,6 +33,7 @@ export {
   Endpoints,
   EventTtl,
   GarbageCollector,
+  HorizontalPodAutoscaler,
   Job,
   Namespace,
   NodeLifecycle,
@@ -52,6 +54,7 @@ export interface Options {
   readonly endpointSlice?: EndpointSlice.Options
   readonly eventTtl?: EventTtl.Options
   readonly garbageCollector?: GarbageCollector.Options
+  readonly horizontalPodAutoscaler?: HorizontalPodAutoscaler.Options
   readonly job?: Job.Options
   readonly namespace?: Namespace.Options
   readonly nodeLifecycle?: NodeLifecycle.Options
@@ -82,6 +85,7 @@ export const all = (options: Options = {}): ReadonlyArray<Controller.Reconciler>
     PodGC.reconciler(options.podGC),
     Disruption.reconciler(),
     ResourceQuota.reconciler(options.resourceQuota),
+    HorizontalPodAutoscaler.reconciler(options.horizontalPodAutoscaler),
     EventTtl.reconciler(options.eventTtl)
   ].filter((r) => !disabled.has(r.name))
 }

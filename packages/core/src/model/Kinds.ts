@@ -5,6 +5,7 @@
  */
 import { Either, Option, type Schema } from "effect"
 import * as Apps from "./Apps.js"
+import * as Autoscaling from "./Autoscaling.js"
 import * as Batch from "./Batch.js"
 import * as Config from "./Config.js"
 import * as Crd from "./CustomResourceDefinition.js"
@@ -85,6 +86,7 @@ export const all: ReadonlyArray<KindInfo> = [
   info("apps/v1", "ControllerRevision", "controllerrevisions", true, [], Apps.ControllerRevision),
   info("batch/v1", "Job", "jobs", true, [], Batch.Job),
   info("batch/v1", "CronJob", "cronjobs", true, ["cj"], Batch.CronJob),
+  info("autoscaling/v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", true, ["hpa"], Autoscaling.HorizontalPodAutoscaler),
   info("v1", "PersistentVolumeClaim", "persistentvolumeclaims", true, ["pvc"], VolumeModule.PersistentVolumeClaim),
   info("v1", "PersistentVolume", "persistentvolumes", false, ["pv"], VolumeModule.PersistentVolume),
   info("discovery.k8s.io/v1", "EndpointSlice", "endpointslices", true, [], EndpointSliceModule.EndpointSlice),

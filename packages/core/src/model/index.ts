@@ -4,6 +4,7 @@
  * (`Pod.Pod`, `Quantity.parse`, `LabelSelector.matches`).
  */
 export * as Apps from "./Apps.js"
+export * as Autoscaling from "./Autoscaling.js"
 export * as Authorization from "./Authorization.js"
 export * as Batch from "./Batch.js"
 export * as Config from "./Config.js"
@@ -18,6 +19,7 @@ export * as Kinds from "./Kinds.js"
 export * as LabelSelector from "./LabelSelector.js"
 export * as Lease from "./Lease.js"
 export * as Meta from "./Meta.js"
+export * as Metrics from "./Metrics.js"
 export * as Namespace from "./Namespace.js"
 export * as Networking from "./Networking.js"
 export * as Node from "./Node.js"

@@ -87,6 +87,8 @@ const viewRules: ReadonlyArray<Rule> = [
   rule(read, ["discovery.k8s.io"], ["endpointslices"]),
   rule(read, ["apps"], ["controllerrevisions", "statefulsets", "statefulsets/scale", "statefulsets/status", "daemonsets", "daemonsets/status", "deployments", "deployments/scale", "deployments/status", "replicasets", "replicasets/scale", "replicasets/status"]),
   rule(read, ["autoscaling"], ["horizontalpodautoscalers", "horizontalpodautoscalers/status"]),
+  // metrics-server's system:aggregated-metrics-reader, aggregated to view, edit and admin.
+  rule(["get", "list"], ["metrics.k8s.io"], ["pods", "nodes"]),
   rule(read, ["batch"], ["cronjobs", "cronjobs/status", "jobs", "jobs/status"]),
   rule(read, ["policy"], ["poddisruptionbudgets", "poddisruptionbudgets/status"]),
   rule(read, ["networking.k8s.io"], ["ingresses", "ingresses/status", "networkpolicies"]),

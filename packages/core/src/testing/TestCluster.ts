@@ -19,6 +19,8 @@ import * as ApiError from "../api/ApiError.js"
 import * as ApiServer from "../api/ApiServer.js"
 import * as Binding from "../api/Binding.js"
 import * as Eviction from "../api/Eviction.js"
+import * as MetricsApi from "../api/Metrics.js"
+import * as MetricsSource from "../api/MetricsSource.js"
 import type { UserInfo } from "../api/Http.js"
 import * as Client from "../client/Client.js"
 import * as InProcess from "../client/InProcess.js"
@@ -58,6 +60,8 @@ export interface Options {
   readonly tolerationSeconds?: number
   /** The Service cluster IP range (default `10.96.0.0/12`). */
   readonly serviceClusterIpRange?: string
+  /** Where `metrics.k8s.io` reads usage (default: a new memory source, fed with `metricsSource.record`). */
+  readonly metricsSource?: MetricsSource.MetricsSourceService
 }
 
 /** A running test cluster. */
@@ -74,6 +78,8 @@ export interface TestCluster {
   readonly informers: Informer.Informers
   /** The controllers' metrics. */
   readonly metrics: () => ReadonlyArray<Controller.Metrics>
+  /** The source the `metrics.k8s.io` API answers from: record node and pod usage here. */
+  readonly metricsSource: MetricsSource.MetricsSourceService
   /** Waits until informers have synced and no controller has work queued or in flight. */
   readonly idle: Effect.Effect<void>
   /** The running scheduler (its metrics and placement explanations), unless turned off. */
@@ -148,6 +154,8 @@ export const make = (options: Options = {}): Effect.Effect<TestCluster, never, S
       subresources: [Binding.handler, Eviction.subresource, Placement.handler(() => current.scheduler?.explain), ...(options.subresources ?? [])],
       waitForRevision: "10 seconds"
     })
+    const metricsSource = options.metricsSource ?? MetricsSource.makeMemory()
+    MetricsApi.install(server.registry, metricsSource, store)
     const fetch = InProcess.fetch(server.handle, { client: "test-cluster" })
     const client = Client.make({ server: "http://fleet.test", token: adminToken, fetch })
     const controllerClient = Client.make({ server: "http://fleet.test", token: controllerToken, fetch: InProcess.fetch(server.handle, { client: "controllers" }) })
@@ -206,6 +214,7 @@ export const make = (options: Options = {}): Effect.Effect<TestCluster, never, S
       fetch,
       informers: running.informers,
       metrics: running.metrics,
+      metricsSource,
       idle,
       scheduler: () => scheduler,
       nodeNames: () => [...names],
