@@ -31,6 +31,10 @@ if (command === "version" || command === "--version") {
     const Server = await import("./Server.js")
     // Exit explicitly: a drained server must not linger on a stray handle.
     process.exit(await Server.main(args))
+  } else if (role === "box") {
+    // Loaded on demand, like the server: the box needs none of the server's dependencies.
+    const Box = await import("./box/Box.js")
+    process.exit(await Box.main(args))
   } else if (!Roles.available.includes(role)) {
     console.log(
       role === "dev"

@@ -1,0 +1,156 @@
+/**
+ * The `box` role: the built-in kbox-compatible runtime daemon (DESIGN §1, §8). It opens its
+ * data dir (adopting the containers a previous box left running), serves the kbox API on a
+ * Unix socket, and on SIGTERM/SIGINT stops serving and exits 0. Containers keep running when
+ * the box stops: the next box adopts them.
+ *
+ *   flags ─▶ ProcessDriver.open (lock, load, re-adopt) ─▶ KboxServer.serve (socket 0600) ─▶ wait for a signal
+ */
+import type { Runtime } from "@koder/fleet-core"
+import { homedir } from "node:os"
+import { join, resolve } from "node:path"
+import { parseArgs } from "node:util"
+import * as KboxServer from "./KboxServer.js"
+import { ProcessDriver, toRuntime } from "./ProcessDriver.js"
+
+/** What the box is configured with. */
+export interface Config {
+  readonly socketPath: string
+  readonly dataDir: string
+  readonly driver: "process"
+  readonly isolation: "auto" | "none"
+  readonly cgroups: "auto" | "none"
+  readonly logMaxBytes: number
+  readonly logMaxFiles: number
+}
+
+/** `koder-fleet box --help`. */
+export const usage = `usage: koder-fleet box [flags]
+
+  --socket PATH            Unix socket to serve the kbox API on (default DIR/box.sock)
+  --data-dir DIR           containers' state and logs (default ~/.koder-fleet/box, env FLEET_DATA_DIR/box)
+  --driver process         how containers run (default process: supervised host processes)
+  --isolation auto|none    auto: Linux namespaces per pod when root (default); none: plain processes
+  --cgroups auto|none      auto: cgroup limits and accounting when root (default); none: /proc only
+  --log-max-size BYTES     rotate a container's log beyond this size (default 10485760)
+  --log-max-files N        rotated log files kept per container (default 2)`
+
+/** Parse flags; a string is the error to print. */
+export const parseFlags = (args: ReadonlyArray<string>): Config | string => {
+  let values: Record<string, string | boolean | undefined>
+  try {
+    values = parseArgs({
+      args: [...args],
+      options: {
+        socket: { type: "string" },
+        "data-dir": { type: "string" },
+        driver: { type: "string" },
+        isolation: { type: "string" },
+        cgroups: { type: "string" },
+        "log-max-size": { type: "string" },
+        "log-max-files": { type: "string" }
+      },
+      strict: true,
+      allowPositionals: false
+    }).values
+  } catch (e) {
+    return e instanceof Error ? e.message : String(e)
+  }
+  const str = (k: string) => (typeof values[k] === "string" ? (values[k] as string) : undefined)
+  const dataDir = resolve(
+    str("data-dir") ?? join(process.env.FLEET_DATA_DIR ?? join(homedir(), ".koder-fleet"), "box")
+  )
+  const driver = str("driver") ?? "process"
+  if (driver === "runc") return "--driver runc: not built yet (this build has the process driver)"
+  if (driver !== "process") return `--driver ${JSON.stringify(driver)}: expected process`
+  const isolation = str("isolation") ?? "auto"
+  if (isolation !== "auto" && isolation !== "none") return `--isolation ${JSON.stringify(isolation)}: expected auto or none`
+  const cgroups = str("cgroups") ?? "auto"
+  if (cgroups !== "auto" && cgroups !== "none") return `--cgroups ${JSON.stringify(cgroups)}: expected auto or none`
+  const count = (k: string, fallback: number, min: number) => {
+    const v = str(k)
+    if (v === undefined) return fallback
+    const n = Number(v)
+    return Number.isInteger(n) && n >= min ? n : `--${k} ${JSON.stringify(v)}: expected an integer >= ${min}`
+  }
+  const logMaxBytes = count("log-max-size", 10 * 1024 * 1024, 1024)
+  if (typeof logMaxBytes === "string") return logMaxBytes
+  const logMaxFiles = count("log-max-files", 2, 0)
+  if (typeof logMaxFiles === "string") return logMaxFiles
+  return {
+    socketPath: resolve(str("socket") ?? join(dataDir, "box.sock")),
+    dataDir,
+    driver,
+    isolation,
+    cgroups,
+    logMaxBytes,
+    logMaxFiles
+  }
+}
+
+/** A running box (the daemon, or embedded by `koder-fleet dev`). */
+export interface Box {
+  readonly info: Runtime.Info
+  readonly runtime: Runtime.RuntimeService
+  readonly socketPath: string
+  /** Stop serving; the containers keep running for the next box to adopt. */
+  readonly close: () => Promise<void>
+}
+
+/** Open the driver and serve it. */
+export const start = async (config: Config): Promise<Box> => {
+  const driver = ProcessDriver.open({
+    dataDir: config.dataDir,
+    isolation: config.isolation,
+    cgroups: config.cgroups,
+    logRotation: { maxBytes: config.logMaxBytes, maxFiles: config.logMaxFiles }
+  })
+  const runtime = toRuntime(driver)
+  let server: KboxServer.Handle
+  try {
+    server = await KboxServer.serve(runtime, config.socketPath)
+  } catch (e) {
+    driver.close()
+    throw e
+  }
+  return {
+    info: driver.info,
+    runtime,
+    socketPath: config.socketPath,
+    close: async () => {
+      await server.close()
+      driver.close()
+    }
+  }
+}
+
+/** `koder-fleet box ...`: returns the process exit code. */
+export const main = async (args: ReadonlyArray<string>): Promise<number> => {
+  if (args.includes("--help") || args.includes("-h")) {
+    console.log(usage)
+    return 0
+  }
+  const config = parseFlags(args)
+  if (typeof config === "string") {
+    console.error(`koder-fleet box: ${config}\n\n${usage}`)
+    return 2
+  }
+  let box: Box
+  try {
+    box = await start(config)
+  } catch (e) {
+    console.error(`koder-fleet box: ${e instanceof Error ? e.message : String(e)}`)
+    return 1
+  }
+  const caps = box.info.capabilities
+  console.log(
+    `koder-fleet box: serving the kbox API on ${box.socketPath} ` +
+      `(driver process, isolation ${caps.isolation}, cgroups ${caps.cgroups}, data ${config.dataDir})`
+  )
+  await new Promise<void>((resolve) => {
+    process.once("SIGTERM", () => resolve())
+    process.once("SIGINT", () => resolve())
+  })
+  await box.close()
+  return 0
+}

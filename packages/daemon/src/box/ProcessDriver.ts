@@ -1,0 +1,978 @@
+/**
+ * The box's `process` driver: containers are supervised host processes. It implements core's
+ * Runtime port directly, so the kbox HTTP server serves it and `koder-fleet dev` can embed it.
+ *
+ *   create ─▶ state.json (created)
+ *   start  ─▶ cgroup + limits ─▶ shim (sh, detached, outlives the box) ─▶ setsid ─▶ [nsenter] ─▶ [setpriv] ─▶ argv
+ *            shim: FIFOs ─▶ box Writer ─▶ container.log (CRI lines, rotated); `pid`, `exit` files
+ *   exit   ─▶ (shim exit event | FIFO end of file | 1 s poll) ─▶ kill leftovers ─▶ drain logs ─▶ state.json (exited)
+ *   restart of the box ─▶ load state.json files ─▶ live shims (pid + start time) are re-adopted,
+ *            dead ones are finalized from their `exit` file; nothing is started twice.
+ *
+ * When root (and unless told otherwise) each sandbox gets pid, mount, uts and ipc namespaces
+ * held by a small holder process (pid 1 of the pod), and each container a cgroup with its
+ * limits under the pod's. Unprivileged, containers are plain process sessions.
+ */
+import { Runtime } from "@koder/fleet-core"
+import { Effect, Stream } from "effect"
+import { type ChildProcess, spawn, spawnSync } from "node:child_process"
+import { createHash, randomBytes } from "node:crypto"
+import {
+  copyFileSync,
+  createReadStream,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync
+} from "node:fs"
+import { constants as osConstants } from "node:os"
+import { join } from "node:path"
+import * as Cgroups from "./Cgroups.js"
+import * as ContainerLogs from "./ContainerLogs.js"
+import * as Procfs from "./Procfs.js"
+import * as Shim from "./Shim.js"
+
+/** How the driver is set up. */
+export interface Options {
+  readonly dataDir: string
+  /** `auto` (default): namespaces when root and unshare/nsenter exist; `none`: never. */
+  readonly isolation?: "auto" | "none"
+  /** `auto` (default): cgroups when root and mounted; `none`: never (limits ignored). */
+  readonly cgroups?: "auto" | "none"
+  readonly logRotation?: ContainerLogs.Rotation
+  /** Liveness poll of running containers, for exits no event reported (default 1000 ms). */
+  readonly pollIntervalMs?: number
+}
+
+/** What the driver reports as its version. */
+export const version = "0.1.0"
+
+/** The PATH a container gets when its env has none (Docker's default). */
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+/** Output of an exec kept per stream; more is cut (an exec is a probe or a command, not a pipe). */
+const maxExecOutput = 4 * 1024 * 1024
+
+interface ProcessId {
+  readonly pid: number
+  readonly startTime: number
+}
+
+interface SandboxRecord {
+  readonly id: string
+  readonly spec: Runtime.SandboxSpec
+  readonly createdAt: string
+  readonly bootId: string
+  /** The pod's namespaces: `unshare` and its child, the holder (pid 1 inside). */
+  holder?: { readonly unshare: ProcessId; readonly pid: number; readonly startTime: number }
+  /** Container paths already bind-mounted in the pod's mount namespace. */
+  mounts: Array<string>
+}
+
+interface ContainerRecord {
+  readonly id: string
+  readonly spec: Runtime.ContainerSpec
+  readonly createdAt: string
+  readonly bootId: string
+  status: Runtime.ContainerStatus
+  /** Placed in a cgroup (`<sandbox>/<container>`). */
+  cgroup: boolean
+  shim?: ProcessId
+  /** The session leader the shim launched (setsid); nsenter when isolated. */
+  launcher?: ProcessId
+  /** The workload's main process: what signals go to. */
+  main?: ProcessId
+}
+
+/** A container's live bookkeeping beside its record. */
+interface Live {
+  rec: ContainerRecord
+  writer: ContainerLogs.Writer | undefined
+  starting: Promise<void> | undefined
+  finalizing: Promise<void> | undefined
+  exited: Promise<void>
+  markExited: () => void
+  lastCpu: { readonly nanos: number; readonly at: number } | undefined
+}
+
+const now = () => new Date().toISOString()
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
+const newId = () => randomBytes(8).toString("hex")
+
+const notFound = (kind: Runtime.ObjectKind, id: string) =>
+  new Runtime.NotFound({ kind, id, message: `${kind} ${id} not found` })
+const invalid = (message: string) => new Runtime.Invalid({ message })
+
+/** Resolve a tool on the box's PATH once, to an absolute path (the shim must not depend on PATH). */
+const which = (name: string): string | undefined => {
+  for (const dir of (process.env.PATH ?? defaultPath).split(":")) {
+    const p = join(dir, name)
+    try {
+      if (statSync(p).isFile()) return p
+    } catch {
+      // not here
+    }
+  }
+  return undefined
+}
+
+/** Write a file atomically (sibling, then rename): a crash never leaves half a record. */
+const writeJson = (path: string, value: unknown) => {
+  const tmp = `${path}.${randomBytes(4).toString("hex")}.tmp`
+  writeFileSync(tmp, JSON.stringify(value), { mode: 0o600 })
+  renameSync(tmp, path)
+}
+
+const readText = (path: string): string | undefined => {
+  try {
+    return readFileSync(path, "utf8")
+  } catch {
+    return undefined
+  }
+}
+
+const signalNumber = (name: string): number | undefined =>
+  (osConstants.signals as Record<string, number | undefined>)[name]
+
+const signalOf = (name: string): string | undefined => {
+  const upper = name.toUpperCase()
+  if (/^\d+$/.test(upper)) {
+    const n = Number(upper)
+    return Object.keys(osConstants.signals).find((k) => signalNumber(k) === n)
+  }
+  const full = upper.startsWith("SIG") ? upper : `SIG${upper}`
+  return signalNumber(full) === undefined ? undefined : full
+}
+
+const kill = (p: ProcessId | undefined, signal: NodeJS.Signals | number) => {
+  if (p === undefined || !Procfs.isAlive(p.pid, p.startTime)) return false
+  try {
+    process.kill(p.pid, signal)
+    return true
+  } catch {
+    return false
+  }
+}
+
+const processId = (pid: number | undefined): ProcessId | undefined => {
+  if (pid === undefined) return undefined
+  const s = Procfs.stat(pid)
+  return s === undefined ? undefined : { pid, startTime: s.startTime }
+}
+
+/** The process driver. Open it with `open`; it adopts what a previous box left running. */
+export class ProcessDriver {
+  readonly info: Runtime.Info
+  private readonly tools: Shim.Tools
+  private readonly cg: Cgroups.Cgroups
+  private readonly isolated: boolean
+  private readonly rotation: ContainerLogs.Rotation
+  private readonly sandboxes = new Map<string, SandboxRecord>()
+  private readonly containers = new Map<string, Live>()
+  private readonly bootId = Procfs.bootId()
+  private poller: NodeJS.Timeout | undefined
+  private closed = false
+
+  private constructor(private readonly options: Options) {
+    const root = process.getuid?.() === 0
+    this.tools = {
+      sh: which("sh") ?? "/bin/sh",
+      setsid: which("setsid") ?? "setsid",
+      nsenter: which("nsenter"),
+      unshare: which("unshare"),
+      setpriv: which("setpriv")
+    }
+    this.isolated =
+      options.isolation !== "none" && root && this.tools.nsenter !== undefined && this.tools.unshare !== undefined
+    this.cg = options.cgroups === "none" ? Cgroups.none : Cgroups.detect(options.dataDir)
+    this.rotation = options.logRotation ?? { maxBytes: 10 * 1024 * 1024, maxFiles: 2 }
+    this.info = {
+      name: "koder-fleet-box",
+      version,
+      driver: "process",
+      capabilities: {
+        isolation: this.isolated ? "namespaces" : "none",
+        namespaces: this.isolated ? ["pid", "mount", "uts", "ipc"] : [],
+        cgroups: this.cg.version,
+        limits: this.cg.limits,
+        bindMounts: this.isolated,
+        runAsUser: root && this.tools.setpriv !== undefined,
+        podNetwork: false,
+        checkpoint: false,
+        networkPolicy: false,
+        drivers: ["process"]
+      }
+    }
+  }
+
+  /** Open the data dir: take its lock, load and re-adopt its sandboxes and containers. */
+  static open(options: Options): ProcessDriver {
+    const d = new ProcessDriver(options)
+    d.lock()
+    d.load()
+    d.poller = setInterval(() => d.pollAll(), options.pollIntervalMs ?? 1000)
+    d.poller.unref()
+    return d
+  }
+
+  private get dataDir() {
+    return this.options.dataDir
+  }
+
+  private containerDir(id: string) {
+    return join(this.dataDir, "containers", id)
+  }
+
+  /** One box per data dir: two would each adopt, and then duplicate, the same containers. */
+  private lock() {
+    mkdirSync(join(this.dataDir, "containers"), { recursive: true, mode: 0o700 })
+    mkdirSync(join(this.dataDir, "sandboxes"), { recursive: true, mode: 0o700 })
+    const file = join(this.dataDir, "box.pid")
+    const [pid, start] = (readText(file) ?? "").trim().split(" ").map(Number)
+    if (pid !== undefined && pid !== process.pid && Procfs.isAlive(pid, start))
+      throw new Runtime.Unavailable({ message: `another box (pid ${pid}) serves ${this.dataDir}` })
+    const self = Procfs.stat(process.pid)
+    const tmp = `${file}.${process.pid}.tmp`
+    writeFileSync(tmp, `${process.pid} ${self?.startTime ?? 0}\n`, { mode: 0o600 })
+    renameSync(tmp, file)
+  }
+
+  /** Stop watching (containers keep running: the next box adopts them). */
+  close(): void {
+    this.closed = true
+    if (this.poller) clearInterval(this.poller)
+    for (const c of this.containers.values()) {
+      c.writer?.close()
+      c.writer = undefined
+    }
+    // Pods' cgroups stay while they have processes; an empty base is not left behind.
+    this.cg.release()
+    const file = join(this.dataDir, "box.pid")
+    if ((readText(file) ?? "").startsWith(`${process.pid} `)) rmSync(file, { force: true })
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Adoption
+  // ---------------------------------------------------------------------------------------------
+
+  private load() {
+    for (const name of readdirSync(join(this.dataDir, "sandboxes"))) {
+      if (!name.endsWith(".json")) continue
+      try {
+        const rec = JSON.parse(readFileSync(join(this.dataDir, "sandboxes", name), "utf8")) as SandboxRecord
+        this.sandboxes.set(rec.id, rec)
+      } catch {
+        // a torn write cannot happen (rename); anything else unreadable is skipped
+      }
+    }
+    for (const id of readdirSync(join(this.dataDir, "containers"))) {
+      const text = readText(join(this.containerDir(id), "state.json"))
+      if (text === undefined) continue
+      let rec: ContainerRecord
+      try {
+        rec = JSON.parse(text) as ContainerRecord
+      } catch {
+        continue
+      }
+      const live = this.track(rec)
+      if (rec.status.state !== "running") {
+        if (rec.status.state === "exited") live.markExited()
+        continue
+      }
+      if (rec.bootId !== this.bootId) {
+        // The host rebooted: nothing of it survives, and its exit status is gone with it.
+        rec.status = this.lost(rec, "the host restarted")
+        this.save(rec)
+        live.markExited()
+        continue
+      }
+      if (rec.shim === undefined) {
+        // The box stopped between recording the start and recording the shim: the shim writes
+        // its own pid, so find it there.
+        const [shimPid, launched] = (readText(join(this.containerDir(id), "pid")) ?? "").trim().split(" ").map(Number)
+        const shim = processId(shimPid)
+        if (shim) rec.shim = shim
+        const launcher = processId(launched)
+        if (launcher) rec.launcher = launcher
+      }
+      if (rec.shim !== undefined && Procfs.isAlive(rec.shim.pid, rec.shim.startTime)) {
+        this.attachLogs(live)
+      } else {
+        void this.refresh(live)
+      }
+    }
+  }
+
+  private track(rec: ContainerRecord): Live {
+    let markExited = () => {}
+    const exited = new Promise<void>((r) => (markExited = r))
+    const live: Live = {
+      rec,
+      writer: undefined,
+      starting: undefined,
+      finalizing: undefined,
+      exited,
+      markExited,
+      lastCpu: undefined
+    }
+    this.containers.set(rec.id, live)
+    return live
+  }
+
+  private save(rec: ContainerRecord) {
+    if (existsSync(this.containerDir(rec.id))) writeJson(join(this.containerDir(rec.id), "state.json"), rec)
+  }
+
+  private saveSandbox(rec: SandboxRecord) {
+    writeJson(join(this.dataDir, "sandboxes", `${rec.id}.json`), rec)
+  }
+
+  private lost(rec: ContainerRecord, why: string): Runtime.ContainerStatus {
+    return {
+      state: "exited",
+      exitCode: 255,
+      reason: "Lost",
+      message: `exit status unknown: ${why}`,
+      ...(rec.status.startedAt === undefined ? {} : { startedAt: rec.status.startedAt }),
+      finishedAt: now()
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Exit detection
+  // ---------------------------------------------------------------------------------------------
+
+  private pollAll() {
+    if (this.closed) return
+    for (const c of this.containers.values()) if (c.rec.status.state === "running") void this.refresh(c)
+  }
+
+  /** Has a running container's shim finished? Then finalize it (once). */
+  private refresh(c: Live): Promise<void> {
+    if (c.finalizing) return c.finalizing
+    if (c.rec.status.state !== "running" || c.starting !== undefined) return Promise.resolve()
+    const dir = this.containerDir(c.rec.id)
+    const done = existsSync(join(dir, "exit")) || c.rec.shim === undefined || !Procfs.isAlive(c.rec.shim.pid, c.rec.shim.startTime)
+    if (!done) return Promise.resolve()
+    c.finalizing = this.finalize(c).finally(() => (c.finalizing = undefined))
+    return c.finalizing
+  }
+
+  /** Record how the container ended; leave no process and no unread output behind. */
+  private async finalize(c: Live): Promise<void> {
+    const rec = c.rec
+    const dir = this.containerDir(rec.id)
+    const exitFile = join(dir, "exit")
+    // The shim writes `exit` just before it ends: give a shim that is exiting a moment.
+    for (let i = 0; i < 50 && !existsSync(exitFile) && rec.shim && Procfs.isAlive(rec.shim.pid, rec.shim.startTime); i++)
+      await sleep(10)
+    const exitText = readText(exitFile)?.trim()
+    const code = exitText === undefined || exitText === "" ? undefined : Number(exitText)
+    // The main process is gone; whatever it left running goes with it (a container is its tree).
+    await this.killTree(rec)
+    if (c.writer) {
+      // Every writer is gone now: take the rest of the output from the pipes and end the log.
+      c.writer.drainNow()
+      c.writer.close()
+      c.writer = undefined
+    }
+    const startError = readText(join(dir, "start-error"))?.trim()
+    const path = `${rec.spec.sandboxId}/${rec.id}`
+    const oom = rec.cgroup && this.cg.oomKilled(path)
+    let finishedAt = now()
+    try {
+      finishedAt = statSync(exitFile).mtime.toISOString()
+    } catch {
+      // no exit file: now
+    }
+    const startedAt = rec.status.startedAt === undefined ? {} : { startedAt: rec.status.startedAt }
+    if (code === undefined && rec.launcher === undefined)
+      rec.status = { state: "exited", exitCode: 128, reason: "StartError", message: "the shim could not launch the process", ...startedAt, finishedAt }
+    else if (code === undefined) rec.status = this.lost(rec, "the shim ended without recording it")
+    else if (startError !== undefined && startError !== "")
+      rec.status = { state: "exited", exitCode: code, reason: "StartError", message: startError, ...startedAt, finishedAt }
+    else {
+      const signal = code > 128 && code < 128 + 65 ? signalOf(String(code - 128)) : undefined
+      rec.status = {
+        state: "exited",
+        exitCode: code,
+        reason: oom && code === 137 ? "OOMKilled" : Runtime.reasonOfExit(code),
+        ...(signal === undefined ? {} : { signal }),
+        ...startedAt,
+        finishedAt
+      }
+    }
+    delete rec.main
+    this.save(rec)
+    if (rec.cgroup) this.cg.remove(path)
+    c.markExited()
+  }
+
+  /**
+   * SIGKILL every process of a container: its cgroup, and its session and descendants. The
+   * launcher goes last: isolated, it is nsenter, the parent (outside the pod's pid namespace) of
+   * the workload inside it. Killed together, the workload's zombie would be handed to the host's
+   * init instead of the pod's, and the pod's namespace could not end until the host reaped it.
+   * Killed first, the workload is reaped by nsenter, which then exits by itself.
+   */
+  private async killTree(rec: ContainerRecord): Promise<void> {
+    // Only an nsenter launcher (isolated: it is not the main process) needs sparing.
+    const spare = rec.launcher !== undefined && rec.main !== undefined && rec.launcher.pid !== rec.main.pid ? rec.launcher : undefined
+    const spared = (pid: number) => spare !== undefined && pid === spare.pid
+    const path = `${rec.spec.sandboxId}/${rec.id}`
+    if (rec.cgroup) await this.cg.killAll(path, 5_000, spared)
+    const root = rec.launcher?.pid ?? rec.main?.pid
+    if (root !== undefined) await killProcesses(() => Procfs.tree(root).filter((s) => s.pid !== rec.shim?.pid && !spared(s.pid)))
+    if (spare !== undefined) {
+      for (let i = 0; i < 100 && Procfs.isAlive(spare.pid, spare.startTime); i++) await sleep(5)
+      kill(spare, "SIGKILL")
+    }
+    if (rec.cgroup) await this.cg.killAll(path)
+    if (root !== undefined) await killProcesses(() => Procfs.tree(root).filter((s) => s.pid !== rec.shim?.pid))
+  }
+
+  /** Wait up to `ms` for a running container to exit, checking rather than trusting events. */
+  private async waitExit(c: Live, ms: number): Promise<boolean> {
+    const end = Date.now() + ms
+    for (;;) {
+      await this.refresh(c)
+      if (c.rec.status.state === "exited") return true
+      const left = end - Date.now()
+      if (left <= 0) return false
+      await Promise.race([c.exited, sleep(Math.min(left, 25))])
+    }
+  }
+
+  private attachLogs(c: Live) {
+    const dir = this.containerDir(c.rec.id)
+    if (!existsSync(join(dir, "stdout.fifo")) || !existsSync(join(dir, "stderr.fifo"))) return
+    const writer = new ContainerLogs.Writer(dir, this.rotation)
+    c.writer = writer
+    // Both FIFOs at end of file: the shim (and everything holding them) has ended.
+    void writer.attach().then(() => this.refresh(c))
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Sandboxes
+  // ---------------------------------------------------------------------------------------------
+
+  private sandboxOf(rec: SandboxRecord): Runtime.Sandbox {
+    const ready =
+      rec.holder === undefined ||
+      (rec.bootId === this.bootId && Procfs.isAlive(rec.holder.pid, rec.holder.startTime))
+    return { id: rec.id, spec: rec.spec, state: ready ? "ready" : "notready", createdAt: rec.createdAt }
+  }
+
+  async createSandbox(spec: Runtime.SandboxSpec): Promise<Runtime.Sandbox> {
+    for (const s of this.sandboxes.values())
+      if (s.spec.podUid === spec.podUid)
+        throw new Runtime.AlreadyExists({ kind: "sandbox", id: s.id, message: `pod ${spec.podUid} already has sandbox ${s.id}` })
+    if (spec.network === "pod")
+      throw invalid("network: this box has no pod networking (capabilities.podNetwork is false); use host")
+    const rec: SandboxRecord = { id: newId(), spec, createdAt: now(), bootId: this.bootId, mounts: [] }
+    // Claimed before the first await, so a concurrent create for the same pod sees it.
+    this.sandboxes.set(rec.id, rec)
+    try {
+      if (this.cg.version !== "none") this.cg.create(rec.id, spec.resources)
+      if (this.isolated) rec.holder = await this.startHolder((spec.hostname ?? spec.name).slice(0, 63))
+      this.saveSandbox(rec)
+    } catch (e) {
+      this.sandboxes.delete(rec.id)
+      if (rec.holder) kill({ pid: rec.holder.pid, startTime: rec.holder.startTime }, "SIGKILL")
+      this.cg.remove(rec.id)
+      throw e instanceof Runtime.Unavailable ? e : new Runtime.Unavailable({ message: `sandbox: ${String(e)}` })
+    }
+    return this.sandboxOf(rec)
+  }
+
+  private async startHolder(hostname: string): Promise<NonNullable<SandboxRecord["holder"]>> {
+    const child = spawn(this.tools.unshare!, Shim.holderArgv(this.tools, hostname), {
+      detached: true,
+      stdio: "ignore",
+      cwd: "/"
+    })
+    await spawned(child)
+    child.unref()
+    const unshare = processId(child.pid)
+    for (let i = 0; i < 500 && unshare !== undefined; i++) {
+      const [pid] = Procfs.children(unshare.pid)
+      const holder = processId(pid)
+      if (holder !== undefined) return { unshare, pid: holder.pid, startTime: holder.startTime }
+      await sleep(2)
+    }
+    throw new Runtime.Unavailable({ message: "sandbox: the namespace holder did not start" })
+  }
+
+  getSandbox(id: string): Runtime.Sandbox {
+    const rec = this.sandboxes.get(id)
+    if (rec === undefined) throw notFound("sandbox", id)
+    return this.sandboxOf(rec)
+  }
+
+  listSandboxes(filter?: Runtime.SandboxFilter): Array<Runtime.Sandbox> {
+    return [...this.sandboxes.values()].map((s) => this.sandboxOf(s)).filter((s) => Runtime.matchesSandbox(s, filter))
+  }
+
+  async removeSandbox(id: string): Promise<void> {
+    const rec = this.sandboxes.get(id)
+    if (rec === undefined) return
+    await Promise.all([...this.containers.values()].filter((c) => c.rec.spec.sandboxId === id).map((c) => this.removeContainer(c.rec.id)))
+    if (rec.holder && rec.bootId === this.bootId) {
+      // SIGKILL of a pid namespace's pid 1 kills everything in the namespace.
+      kill({ pid: rec.holder.pid, startTime: rec.holder.startTime }, "SIGKILL")
+      kill(rec.holder.unshare, "SIGKILL")
+      for (let i = 0; i < 200 && Procfs.isAlive(rec.holder.pid, rec.holder.startTime); i++) await sleep(5)
+    }
+    if (this.cg.version !== "none") {
+      await this.cg.killAll(id)
+      this.cg.remove(id)
+    }
+    rmSync(join(this.dataDir, "sandboxes", `${id}.json`), { force: true })
+    this.sandboxes.delete(id)
+  }
+
+  /** Bind-mount a container's mounts into its pod's mount namespace (once per path). */
+  private bindMounts(sb: SandboxRecord, mounts: ReadonlyArray<Runtime.Mount>) {
+    if (sb.holder === undefined || this.tools.nsenter === undefined) return
+    for (const m of mounts) {
+      if (sb.mounts.includes(m.containerPath)) continue
+      const r = spawnSync(
+        this.tools.nsenter,
+        ["-t", String(sb.holder.pid), "-m", "--", this.tools.sh, "-c", Shim.mountScript, "mount", m.hostPath, m.containerPath, m.readOnly === true ? "ro" : "rw"],
+        { encoding: "utf8" }
+      )
+      if (r.status !== 0)
+        throw invalid(`mount ${m.hostPath} at ${m.containerPath}: ${(r.stderr || r.error?.message || "failed").trim()}`)
+      sb.mounts.push(m.containerPath)
+    }
+    this.saveSandbox(sb)
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Containers
+  // ---------------------------------------------------------------------------------------------
+
+  private live(id: string): Live {
+    const c = this.containers.get(id)
+    if (c === undefined) throw notFound("container", id)
+    return c
+  }
+
+  createContainer(spec: Runtime.ContainerSpec): Runtime.Container {
+    if (!this.sandboxes.has(spec.sandboxId)) throw notFound("sandbox", spec.sandboxId)
+    if (spec.command.length === 0) throw invalid("command: required (the process driver runs host commands)")
+    for (const k of Object.keys(spec.env ?? {}))
+      if (k === "" || k.includes("=") || k.includes("\0")) throw invalid(`env: invalid variable name ${JSON.stringify(k)}`)
+    if (spec.user !== undefined && !this.info.capabilities.runAsUser)
+      throw invalid("user: this box cannot switch users (capabilities.runAsUser is false)")
+    if (spec.stopSignal !== undefined && signalOf(spec.stopSignal) === undefined)
+      throw invalid(`stopSignal: unknown signal ${spec.stopSignal}`)
+    for (const c of this.containers.values()) {
+      const s = c.rec.spec
+      if (s.sandboxId === spec.sandboxId && s.name === spec.name && s.attempt === spec.attempt)
+        throw new Runtime.AlreadyExists({
+          kind: "container",
+          id: c.rec.id,
+          message: `container ${spec.name} attempt ${spec.attempt} exists as ${c.rec.id}`
+        })
+    }
+    const rec: ContainerRecord = {
+      id: newId(),
+      spec,
+      createdAt: now(),
+      bootId: this.bootId,
+      status: { state: "created" },
+      cgroup: false
+    }
+    mkdirSync(this.containerDir(rec.id), { recursive: true, mode: 0o700 })
+    this.save(rec)
+    this.track(rec)
+    return this.view(rec)
+  }
+
+  private view(rec: ContainerRecord): Runtime.Container {
+    return { id: rec.id, spec: rec.spec, status: rec.status, createdAt: rec.createdAt }
+  }
+
+  async startContainer(id: string): Promise<Runtime.Container> {
+    const c = this.live(id)
+    if (c.rec.status.state !== "created" || c.starting !== undefined)
+      throw invalid(`container ${id} is ${c.starting ? "starting" : c.rec.status.state}; a container runs once`)
+    c.starting = this.launch(c).finally(() => (c.starting = undefined))
+    await c.starting
+    await this.refresh(c)
+    return this.view(c.rec)
+  }
+
+  private async launch(c: Live): Promise<void> {
+    const rec = c.rec
+    const spec = rec.spec
+    const sb = this.sandboxes.get(spec.sandboxId)
+    if (sb === undefined) throw invalid(`sandbox ${spec.sandboxId} is gone`)
+    if (sb.holder && !Procfs.isAlive(sb.holder.pid, sb.holder.startTime))
+      throw invalid(`sandbox ${sb.id} is not ready: its namespaces are gone`)
+    const dir = this.containerDir(rec.id)
+    const path = `${sb.id}/${rec.id}`
+    if (this.cg.version !== "none") {
+      // The pod's cgroup again too: a closing box may have released it while it was empty.
+      this.cg.create(sb.id, sb.spec.resources)
+      this.cg.create(path, spec.resources)
+      rec.cgroup = true
+    }
+    this.bindMounts(sb, spec.mounts ?? [])
+    const env: Record<string, string> = { PATH: defaultPath, ...spec.env }
+    if (rec.cgroup) env.FLEET_SHIM_CGROUPS = this.cg.procsFiles(path).join(" ")
+    const ctx: Shim.Context = { holderPid: sb.holder?.pid, user: spec.user }
+    const argv = Shim.shimArgv(this.tools, ctx, dir, spec.workingDir ?? "", [...spec.command, ...(spec.args ?? [])])
+    // Recorded before the spawn: a box that dies right here finds the shim through its pid file.
+    rec.status = { state: "running", startedAt: now() }
+    this.save(rec)
+    const child = spawn(this.tools.sh, argv, { detached: true, stdio: "ignore", env, cwd: "/" })
+    try {
+      await spawned(child)
+    } catch (e) {
+      rec.status = { state: "exited", exitCode: 128, reason: "StartError", message: String(e), finishedAt: now() }
+      this.save(rec)
+      c.markExited()
+      return
+    }
+    child.unref()
+    child.once("exit", () => void this.refresh(c))
+    const shim = processId(child.pid)
+    if (shim) rec.shim = shim
+    // The shim writes "<its pid> <launched pid>" once the workload is launched.
+    let launched: number | undefined
+    for (let i = 0; i < 5000; i++) {
+      const text = readText(join(dir, "pid"))
+      if (text?.endsWith("\n")) {
+        launched = Number(text.trim().split(" ")[1])
+        break
+      }
+      if (child.exitCode !== null || child.signalCode !== null) break
+      await sleep(i < 50 ? 1 : 5)
+    }
+    if (launched !== undefined) {
+      const launcher = processId(launched)
+      if (launcher) rec.launcher = launcher
+      // Isolated, the launcher is nsenter and the workload its child (joining a pid namespace
+      // takes a fork); it appears a moment after nsenter starts.
+      let main = launcher
+      if (sb.holder !== undefined && launcher !== undefined) {
+        main = undefined
+        for (let i = 0; i < 1000 && main === undefined && Procfs.isAlive(launcher.pid, launcher.startTime); i++) {
+          main = processId(Procfs.children(launcher.pid)[0])
+          if (main === undefined) await sleep(i < 50 ? 1 : 5)
+        }
+      }
+      if (main) rec.main = main
+      rec.status = { state: "running", ...(main ? { pid: main.pid } : {}), startedAt: rec.status.startedAt! }
+      this.save(rec)
+      this.attachLogs(c)
+    }
+  }
+
+  async stopContainer(id: string, gracePeriodMs: number): Promise<Runtime.Container> {
+    const c = this.live(id)
+    if (c.starting) await c.starting.catch(() => undefined)
+    await this.refresh(c)
+    if (c.rec.status.state === "created") {
+      // Never started: stopping it just closes its life (as the CRI does).
+      c.rec.status = { state: "exited", exitCode: 0, reason: "Completed", finishedAt: now() }
+      this.save(c.rec)
+      c.markExited()
+    }
+    if (c.rec.status.state === "running") {
+      if (gracePeriodMs > 0) {
+        const signal = (signalOf(c.rec.spec.stopSignal ?? "SIGTERM") ?? "SIGTERM") as NodeJS.Signals
+        kill(c.rec.main ?? c.rec.launcher, signal)
+      }
+      if (!(await this.waitExit(c, Math.max(0, gracePeriodMs)))) {
+        await this.killTree(c.rec)
+        if (!(await this.waitExit(c, 10_000))) throw new Runtime.Unavailable({ message: `container ${id} did not die` })
+      }
+    }
+    return this.view(c.rec)
+  }
+
+  signalContainer(id: string, signal: string): void {
+    const c = this.live(id)
+    const name = signalOf(signal)
+    if (name === undefined) throw invalid(`unknown signal ${signal}`)
+    if (c.rec.status.state !== "running" || !kill(c.rec.main ?? c.rec.launcher, name as NodeJS.Signals))
+      throw invalid(`container ${id} is not running`)
+  }
+
+  async execContainer(id: string, request: Runtime.ExecRequest): Promise<Runtime.ExecResult> {
+    const c = this.live(id)
+    const rec = c.rec
+    if (rec.status.state !== "running" || c.starting) throw invalid(`container ${id} is not running`)
+    if (request.command.length === 0) throw invalid("command: required")
+    const sb = this.sandboxes.get(rec.spec.sandboxId)
+    const env: Record<string, string> = { PATH: defaultPath, ...rec.spec.env, ...request.env }
+    if (rec.cgroup) env.FLEET_SHIM_CGROUPS = this.cg.procsFiles(`${rec.spec.sandboxId}/${rec.id}`).join(" ")
+    const ctx: Shim.Context = { holderPid: sb?.holder?.pid, user: rec.spec.user }
+    const argv = Shim.execArgv(this.tools, ctx, request.workingDir ?? rec.spec.workingDir ?? "", request.command)
+    const child = spawn(this.tools.sh, argv, { detached: true, env, cwd: "/", stdio: ["pipe", "pipe", "pipe"] })
+    await spawned(child).catch((e) => {
+      throw new Runtime.Unavailable({ message: `exec: ${String(e)}` })
+    })
+    const out = { stdout: [] as Array<Buffer>, stderr: [] as Array<Buffer>, sizes: { stdout: 0, stderr: 0 } }
+    for (const stream of ["stdout", "stderr"] as const)
+      child[stream]!.on("data", (b: Buffer) => {
+        if (out.sizes[stream] >= maxExecOutput) return
+        out[stream].push(b)
+        out.sizes[stream] += b.length
+      })
+    child.stdin!.on("error", () => undefined)
+    child.stdin!.end(request.stdin ?? "")
+    let timedOut = false
+    const root = processId(child.pid)
+    const timer =
+      request.timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            timedOut = true
+            // The command's tree, then the command itself (nsenter when isolated; see killTree).
+            if (root && ctx.holderPid !== undefined)
+              void killProcesses(() => Procfs.tree(root.pid).filter((s) => s.pid !== root.pid)).then(async () => {
+                for (let i = 0; i < 100 && Procfs.isAlive(root.pid, root.startTime); i++) await sleep(5)
+                kill(root, "SIGKILL")
+              })
+            else if (root) void killProcesses(() => Procfs.tree(root.pid))
+          }, request.timeoutMs)
+    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
+      child.once("close", (code, signal) => resolve([code, signal]))
+    )
+    if (timer) clearTimeout(timer)
+    return {
+      exitCode: code ?? 128 + (signal === null ? 9 : (signalNumber(signal) ?? 9)),
+      stdout: Buffer.concat(out.stdout).toString("utf8"),
+      stderr: Buffer.concat(out.stderr).toString("utf8"),
+      timedOut
+    }
+  }
+
+  async removeContainer(id: string): Promise<void> {
+    const c = this.containers.get(id)
+    if (c === undefined) return
+    if (c.starting) await c.starting.catch(() => undefined)
+    if (c.rec.status.state === "running") {
+      await this.killTree(c.rec)
+      await this.waitExit(c, 10_000)
+    }
+    c.writer?.close()
+    this.containers.delete(id)
+    if (c.rec.cgroup) this.cg.remove(`${c.rec.spec.sandboxId}/${id}`)
+    rmSync(this.containerDir(id), { recursive: true, force: true })
+  }
+
+  async listContainers(filter?: Runtime.ContainerFilter): Promise<Array<Runtime.Container>> {
+    await Promise.all([...this.containers.values()].map((c) => this.refresh(c)))
+    return [...this.containers.values()].map((c) => this.view(c.rec)).filter((c) => Runtime.matchesContainer(c, filter))
+  }
+
+  async inspectContainer(id: string): Promise<Runtime.Container> {
+    const c = this.live(id)
+    await this.refresh(c)
+    return this.view(c.rec)
+  }
+
+  logs(id: string, options: Runtime.LogOptions = {}): Stream.Stream<Runtime.LogChunk, Runtime.NotFound> {
+    return Stream.unwrap(
+      Effect.sync(() => {
+        const c = this.containers.get(id)
+        if (c === undefined) return Stream.fail(notFound("container", id))
+        const timestamps = options.timestamps === true
+        const dir = this.containerDir(id)
+        return Stream.asyncPush<Runtime.LogChunk>((emit) =>
+          Effect.acquireRelease(
+            Effect.sync(() => {
+              // Read the file and subscribe in one synchronous step: no line falls in between.
+              for (const l of ContainerLogs.read(dir, this.rotation, options, Date.now()))
+                emit.single(ContainerLogs.toChunk(l, timestamps))
+              if (options.follow !== true || c.rec.status.state !== "running" || c.writer === undefined) {
+                emit.end()
+                return () => {}
+              }
+              const unlisten = c.writer.listen((l) => emit.single(ContainerLogs.toChunk(l, timestamps)))
+              void c.exited.then(() => emit.end())
+              return unlisten
+            }),
+            (unlisten) => Effect.sync(unlisten)
+          )
+        )
+      })
+    )
+  }
+
+  statsOf(id: string): Runtime.Stats {
+    const c = this.live(id)
+    const rec = c.rec
+    if (rec.status.state !== "running") throw invalid(`container ${id} is not running`)
+    const at = Date.now()
+    let cpuNanos = 0
+    let workingSet = 0
+    let rss = 0
+    let limit: number | undefined
+    let pids = 0
+    const sample = rec.cgroup ? this.cg.sample(`${rec.spec.sandboxId}/${rec.id}`) : undefined
+    if (sample) {
+      cpuNanos = sample.cpuNanos
+      workingSet = sample.workingSetBytes
+      rss = sample.rssBytes
+      limit = sample.memoryLimitBytes
+      pids = sample.pids
+    } else {
+      const procs = rec.launcher ? Procfs.tree(rec.launcher.pid) : []
+      for (const p of procs) {
+        cpuNanos += ((p.utime + p.stime) * 1e9) / Procfs.clockTicksPerSecond
+        rss += p.rssPages * Procfs.pageSize
+      }
+      workingSet = rss
+      pids = procs.length
+    }
+    const since = c.lastCpu ?? { nanos: 0, at: Date.parse(rec.status.startedAt ?? new Date(at).toISOString()) }
+    const seconds = Math.max(0.001, (at - since.at) / 1000)
+    c.lastCpu = { nanos: cpuNanos, at }
+    return {
+      timestamp: new Date(at).toISOString(),
+      cpu: { usageCoreNanoSeconds: cpuNanos, usageNanoCores: Math.max(0, Math.round((cpuNanos - since.nanos) / seconds)) },
+      memory: { workingSetBytes: workingSet, rssBytes: rss, ...(limit === undefined ? {} : { limitBytes: limit }) },
+      pids
+    }
+  }
+
+  processesOf(id: string): Array<Runtime.Process> {
+    const rec = this.live(id).rec
+    if (rec.status.state !== "running") return []
+    const pids = rec.cgroup
+      ? this.cg.pids(`${rec.spec.sandboxId}/${rec.id}`)
+      : rec.launcher
+        ? Procfs.tree(rec.launcher.pid).map((s) => s.pid)
+        : []
+    const out: Array<Runtime.Process> = []
+    for (const pid of pids) {
+      const s = Procfs.stat(pid)
+      if (s === undefined || s.state === "Z") continue
+      out.push({ pid, ppid: s.ppid, command: s.comm, args: Procfs.cmdline(pid), rssBytes: s.rssPages * Procfs.pageSize, state: s.state })
+    }
+    return out
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Images: rootfs tarballs stored by digest (the runc driver runs them; this one keeps them).
+  // ---------------------------------------------------------------------------------------------
+
+  private imagesIndex(): Array<Runtime.Image> {
+    try {
+      return JSON.parse(readFileSync(join(this.dataDir, "images", "index.json"), "utf8")) as Array<Runtime.Image>
+    } catch {
+      return []
+    }
+  }
+
+  async importImage(request: Runtime.ImportRequest): Promise<Runtime.Image> {
+    const name = /:[^/]+$/.test(request.name) ? request.name : `${request.name}:latest`
+    if (!/^[a-z0-9][a-z0-9._\-/]*:[\w][\w.-]*$/.test(name)) throw invalid(`name: ${JSON.stringify(request.name)} is not NAME:TAG`)
+    let size: number
+    try {
+      size = statSync(request.path).size
+    } catch {
+      throw invalid(`path: ${request.path} cannot be read`)
+    }
+    const hash = createHash("sha256")
+    await new Promise<void>((resolve, reject) =>
+      createReadStream(request.path).on("data", (b) => hash.update(b)).on("end", resolve).on("error", reject)
+    )
+    const hex = hash.digest("hex")
+    const blobs = join(this.dataDir, "images", "blobs")
+    mkdirSync(blobs, { recursive: true, mode: 0o700 })
+    const blob = join(blobs, `sha256-${hex}.tar`)
+    if (!existsSync(blob)) {
+      copyFileSync(request.path, `${blob}.tmp`)
+      renameSync(`${blob}.tmp`, blob)
+    }
+    const digest = `sha256:${hex}`
+    const index = this.imagesIndex().map((i) => ({ ...i, names: i.names.filter((n) => n !== name) }))
+    const existing = index.find((i) => i.digest === digest)
+    const image: Runtime.Image = existing
+      ? { ...existing, names: [...existing.names, name] }
+      : { names: [name], digest, sizeBytes: size, importedAt: now() }
+    const next = [...index.filter((i) => i.digest !== digest), image]
+    writeJson(join(this.dataDir, "images", "index.json"), next)
+    return image
+  }
+
+  listImages(): Array<Runtime.Image> {
+    return this.imagesIndex()
+  }
+}
+
+/** SIGKILL what `list` returns until it returns nothing (bounded: a fork bomb hits its pids limit). */
+const killProcesses = async (list: () => ReadonlyArray<Procfs.Stat>): Promise<void> => {
+  for (let i = 0; i < 100; i++) {
+    const procs = list()
+    if (procs.length === 0) return
+    for (const p of procs) {
+      try {
+        process.kill(p.pid, "SIGKILL")
+      } catch {
+        // gone
+      }
+    }
+    await sleep(10)
+  }
+}
+
+/** Resolve when a child process has been spawned, reject when it could not be. */
+const spawned = (child: ChildProcess) =>
+  new Promise<void>((resolve, reject) => {
+    child.once("spawn", resolve)
+    child.once("error", reject)
+  })
+
+const isRuntimeError = (e: unknown): e is Runtime.RuntimeError =>
+  e instanceof Runtime.NotFound ||
+  e instanceof Runtime.AlreadyExists ||
+  e instanceof Runtime.Invalid ||
+  e instanceof Runtime.Unavailable
+
+/** Run a driver call as an Effect; anything unexpected it throws is `Unavailable`. */
+const call = <A, E extends Runtime.RuntimeError>(f: () => A | Promise<A>): Effect.Effect<A, E> =>
+  Effect.tryPromise({
+    try: async () => f(),
+    catch: (e) =>
+      (isRuntimeError(e) ? e : new Runtime.Unavailable({ message: e instanceof Error ? e.message : String(e) })) as E
+  })
+
+/** The driver as core's Runtime service. */
+export const toRuntime = (d: ProcessDriver): Runtime.RuntimeService => ({
+  info: Effect.succeed(d.info),
+  sandboxes: {
+    create: (spec) => call(() => d.createSandbox(spec)),
+    get: (id) => call(() => d.getSandbox(id)),
+    list: (filter) => call(() => d.listSandboxes(filter)),
+    remove: (id) => call(() => d.removeSandbox(id))
+  },
+  containers: {
+    create: (spec) => call(() => d.createContainer(spec).id),
+    start: (id) => call(() => d.startContainer(id).then(() => undefined)),
+    stop: (id, { gracePeriodMs }) => call(() => d.stopContainer(id, gracePeriodMs).then((c) => c.status)),
+    signal: (id, signal) => call(() => d.signalContainer(id, signal)),
+    exec: (id, request) => call(() => d.execContainer(id, request)),
+    remove: (id) => call(() => d.removeContainer(id)),
+    list: (filter) => call(() => d.listContainers(filter)),
+    inspect: (id) => call(() => d.inspectContainer(id)),
+    logs: (id, options) => d.logs(id, options),
+    stats: (id) => call(() => d.statsOf(id)),
+    processes: (id) => call(() => d.processesOf(id))
+  },
+  images: {
+    import: (request) => call(() => d.importImage(request)),
+    list: call(() => d.listImages())
+  }
+})

@@ -1,0 +1,138 @@
+/**
+ * The small POSIX sh programs the process driver leaves running, and the argv that chains them.
+ * They are passed inline (`sh -c SCRIPT`), never as files: a shell reads a script file as it
+ * runs, so rewriting one under a running shim (a box upgrade) would corrupt it.
+ *
+ * Per container, one process outlives the box: the **shim** (`sh`, ~0.5 MB), a session leader
+ * of its own, detached from the box. It
+ *   1. makes the container's stdout/stderr FIFOs and holds them open read-write, so the
+ *      workload never gets EPIPE while the box is away (output waits in the pipe; see README),
+ *   2. starts the workload in a subshell that first joins the container's cgroups (so nothing
+ *      the workload forks escapes accounting or the memory limit), then execs the launch chain:
+ *        setsid → [nsenter into the pod's namespaces] → [setpriv to the user] → sh stage2 → argv
+ *      `setsid` and `setpriv` exec in place; nsenter stays as the workload's parent (joining a
+ *      pid namespace needs a fork) and mirrors its exit status,
+ *   3. writes `pid` ("<shim pid> <launched pid>") and, when the workload ends, `exit` (the
+ *      shell's `$?`: the code, or 128 + the signal number).
+ * Stage 2 runs last, inside the namespaces and as the container's user: it enters the working
+ * directory and checks the command exists, reporting failure on fd 5 (`start-error`) so that a
+ * wrong command is a `StartError`, not an ordinary exit 127.
+ */
+
+/** The shim: `sh -c SHIM shim DIR LAUNCH...`; env: the container's, plus FLEET_SHIM_CGROUPS. */
+export const shimScript = `d=$1; shift
+mkfifo "$d/stdout.fifo" "$d/stderr.fifo" || exit 120
+exec 3<>"$d/stdout.fifo" 4<>"$d/stderr.fifo" 5>"$d/start-error"
+(
+  read -r self _ </proc/self/stat
+  for f in $FLEET_SHIM_CGROUPS; do echo "$self" >"$f" || exit 121; done
+  unset FLEET_SHIM_CGROUPS
+  exec "$@" 3>&- 4>&-
+) </dev/null >"$d/stdout.fifo" 2>"$d/stderr.fifo" &
+pid=$!
+exec 5>&-
+echo "$$ $pid" >"$d/pid"
+wait "$pid"
+echo "$?" >"$d/exit"
+`
+
+/** Joins cgroups, then execs its argv: the start of an exec's chain (`sh -c ENTER enter ...`). */
+export const enterScript = `read -r self _ </proc/self/stat
+for f in $FLEET_SHIM_CGROUPS; do echo "$self" >"$f" || exit 121; done
+unset FLEET_SHIM_CGROUPS
+exec "$@"
+`
+
+/**
+ * Stage 2: `sh -c STAGE2 stage2 FAILCODE WORKDIR ARGV...`. A start failure is written to fd 5
+ * when the shim opened it (containers), else to stderr (exec), and exits FAILCODE.
+ */
+export const stage2Script = `code=$1; wd=$2; shift 2
+fail() { { echo "$1" >&5; } 2>/dev/null || echo "$1" >&2; exit "$code"; }
+if [ -n "$wd" ] && ! cd "$wd" 2>/dev/null; then fail "working directory $wd: not found or not accessible"; fi
+case $1 in
+  */*) [ -f "$1" ] && [ -x "$1" ] || fail "$1: no such executable file" ;;
+  *) command -v "$1" >/dev/null 2>&1 || fail "executable file not found in PATH: $1" ;;
+esac
+exec "$@" 5>&-
+`
+
+/** The pod holder, pid 1 of the pod's pid namespace: sets the hostname, then reaps orphans. */
+export const holderScript = `echo "$1" >/proc/sys/kernel/hostname
+exec </dev/null >/dev/null 2>&1
+while :; do sleep 2147483647 & wait; done
+`
+
+/** Absolute paths of the tools the chains use, resolved once at box start. */
+export interface Tools {
+  readonly sh: string
+  readonly setsid: string
+  readonly nsenter: string | undefined
+  readonly unshare: string | undefined
+  readonly setpriv: string | undefined
+}
+
+/** How to enter a container: the pod's namespaces (by its holder's pid) and the user. */
+export interface Context {
+  readonly holderPid: number | undefined
+  readonly user: { readonly uid: number; readonly gid?: number; readonly supplementalGroups?: ReadonlyArray<number> } | undefined
+}
+
+/** The nsenter and setpriv part of a chain, then stage 2. */
+const inside = (tools: Tools, ctx: Context, failCode: number, workingDir: string, argv: ReadonlyArray<string>) => {
+  const out: Array<string> = []
+  if (ctx.holderPid !== undefined && tools.nsenter !== undefined)
+    out.push(tools.nsenter, "-t", String(ctx.holderPid), "-p", "-m", "-u", "-i", "--")
+  if (ctx.user !== undefined && tools.setpriv !== undefined) {
+    const gid = ctx.user.gid ?? ctx.user.uid
+    const groups = ctx.user.supplementalGroups ?? []
+    out.push(
+      tools.setpriv,
+      `--reuid=${ctx.user.uid}`,
+      `--regid=${gid}`,
+      groups.length === 0 ? "--clear-groups" : `--groups=${groups.join(",")}`,
+      "--"
+    )
+  }
+  out.push(tools.sh, "-c", stage2Script, "stage2", String(failCode), workingDir, ...argv)
+  return out
+}
+
+/** argv of a container's shim. Kubernetes reports a container that cannot start with code 128. */
+export const shimArgv = (
+  tools: Tools,
+  ctx: Context,
+  dir: string,
+  workingDir: string,
+  argv: ReadonlyArray<string>
+): Array<string> => ["-c", shimScript, "shim", dir, tools.setsid, ...inside(tools, ctx, 128, workingDir, argv)]
+
+/** argv of an exec (run by `sh`, detached, so a timeout can kill its whole session). */
+export const execArgv = (
+  tools: Tools,
+  ctx: Context,
+  workingDir: string,
+  argv: ReadonlyArray<string>
+): Array<string> => ["-c", enterScript, "enter", ...inside(tools, ctx, 126, workingDir, argv)]
+
+/** argv of `unshare` making a pod's namespaces, with the holder as their pid 1. */
+export const holderArgv = (tools: Tools, hostname: string): Array<string> => [
+  "--pid",
+  "--fork",
+  "--mount",
+  "--uts",
+  "--ipc",
+  "--mount-proc",
+  "--propagation",
+  "private",
+  tools.sh,
+  "-c",
+  holderScript,
+  "holder",
+  hostname
+]
+
+/** Bind-mount a host path in a pod's mount namespace: `nsenter -t H -m -- sh -c MOUNT m HOST CTR ro|rw`. */
+export const mountScript = `mkdir -p "$2" && mount --bind "$1" "$2" || exit 1
+if [ "$3" = ro ]; then mount -o remount,bind,ro "$2" || exit 1; fi
+`

@@ -1,0 +1,309 @@
+/**
+ * The `koder-fleet box` suite with the process driver: a real box process, a real socket, real
+ * workloads, driven through kbox-client. Box.test.ts runs it isolated (root: pod namespaces and
+ * cgroups), BoxPlain.test.ts plain (`--isolation none --cgroups none`: what an unprivileged box does).
+ */
+import type { Runtime } from "@koder/fleet-core"
+import { Chunk, Stream } from "effect"
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import {
+  alive,
+  type BoxProcess,
+  type Client,
+  connect,
+  eventually,
+  isShim,
+  marker,
+  podSpec,
+  processesWith,
+  shSpec,
+  startBox
+} from "./BoxProcess.js"
+
+/** The suite, run by Box.test.ts (isolated) and BoxPlain.test.ts (plain). */
+export const suite = (mode: "isolated" | "plain", args: ReadonlyArray<string>) =>
+describe(`koder-fleet box (${mode})`, () => {
+  let dir: string
+  let box: BoxProcess
+  let c: Client
+  let sandbox: Runtime.Sandbox
+  const isolated = mode === "isolated"
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "kbox-"))
+    box = await startBox(["--data-dir", join(dir, "data"), "--socket", join(dir, "box.sock"), ...args])
+    c = await connect(box.socketPath)
+    sandbox = await c.run(c.rt.sandboxes.create(podSpec(`web-${mode}`)))
+  })
+
+  afterAll(async () => {
+    // Containers outlive the box by design: remove every pod this suite made, whatever failed.
+    if (c) for (const s of await c.run(c.rt.sandboxes.list()).catch(() => [])) await c.run(c.rt.sandboxes.remove(s.id)).catch(() => undefined)
+    await c?.close()
+    await box?.stop()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  /** Create and start a shell-script container; returns its id. */
+  const run = async (name: string, script: string, mark: string, extra: Partial<Runtime.ContainerSpec> = {}) => {
+    const id = await c.run(c.rt.containers.create(shSpec(sandbox.id, name, script, mark, extra)))
+    await c.run(c.rt.containers.start(id))
+    return id
+  }
+
+  const exited = (id: string, ms = 10_000) =>
+    eventually(async () => {
+      const ctr = await c.run(c.rt.containers.inspect(id))
+      return ctr.status.state === "exited" ? ctr.status : undefined
+    }, ms, `container ${id} to exit`)
+
+  /** Wait for a line in the container's log. */
+  const logged = (id: string, text: string) =>
+    eventually(async () => {
+      const lines = Chunk.toArray(await c.run(Stream.runCollect(c.rt.containers.logs(id))))
+      return lines.some((l) => l.line === `${text}\n`) || undefined
+    }, 10_000, `"${text}" in the log of ${id}`)
+
+  it("serves the socket with mode 0600 and reports its capabilities", async () => {
+    const info = await c.run(c.rt.info)
+    expect(info).toMatchObject({ name: "koder-fleet-box", driver: "process" })
+    expect(info.capabilities.isolation).toBe(isolated ? "namespaces" : "none")
+    expect(info.capabilities.cgroups).toBe(isolated ? "v1" : "none")
+    expect(info.capabilities.limits.memory).toBe(isolated)
+    const { statSync } = await import("node:fs")
+    expect(statSync(box.socketPath).mode & 0o777).toBe(0o600)
+  })
+
+  it("runs a container: running with a live host pid, then its exit code, reason and times", async () => {
+    const mark = marker("exit")
+    const id = await run("exit7", "echo started; sleep 0.4; exit 7", mark)
+    const running = await c.run(c.rt.containers.inspect(id))
+    expect(running.status.state).toBe("running")
+    expect(alive(running.status.pid!)).toBe(true)
+    const status = await exited(id)
+    expect(status).toMatchObject({ state: "exited", exitCode: 7, reason: "Error" })
+    expect(Date.parse(status.finishedAt!) - Date.parse(status.startedAt!)).toBeGreaterThanOrEqual(300)
+    const ok = await run("exit0", "true", marker("exit0"))
+    expect(await exited(ok)).toMatchObject({ exitCode: 0, reason: "Completed" })
+    expect(processesWith(mark)).toEqual([])
+  })
+
+  it("stop: a process that handles SIGTERM ends with its own code, well before the grace period", async () => {
+    const id = await run("graceful", "trap 'echo bye; exit 0' TERM; echo ready; while :; do sleep 0.05; done", marker("term"))
+    await logged(id, "ready")
+    const t0 = Date.now()
+    const status = await c.run(c.rt.containers.stop(id, { gracePeriodMs: 10_000 }))
+    expect(Date.now() - t0).toBeLessThan(3_000)
+    expect(status).toMatchObject({ state: "exited", exitCode: 0, reason: "Completed" })
+    await logged(id, "bye")
+  })
+
+  it("stop: SIGTERM ignored → SIGKILL of the whole container when the grace period ends", async () => {
+    const mark = marker("stubborn")
+    const id = await run("stubborn", "trap '' TERM; sh -c 'trap \"\" TERM; sleep 1000' $0-child & echo ready; while :; do sleep 0.05; done", mark)
+    await logged(id, "ready")
+    const t0 = Date.now()
+    const status = await c.run(c.rt.containers.stop(id, { gracePeriodMs: 1_000 }))
+    const took = Date.now() - t0
+    expect(took).toBeGreaterThanOrEqual(1_000)
+    expect(took).toBeLessThan(5_000)
+    expect(status).toMatchObject({ state: "exited", exitCode: 137, signal: "SIGKILL", reason: "Error" })
+    expect(processesWith(mark)).toEqual([])
+    // Stop is idempotent.
+    expect((await c.run(c.rt.containers.stop(id, { gracePeriodMs: 1_000 }))).exitCode).toBe(137)
+  })
+
+  it("signal: delivers SIGHUP to the main process; SIGKILL ends it; an exited container refuses", async () => {
+    const id = await run("hup", "trap 'echo got-hup' HUP; echo ready; while :; do sleep 0.05; done", marker("hup"))
+    await logged(id, "ready")
+    await c.run(c.rt.containers.signal(id, "HUP"))
+    await logged(id, "got-hup")
+    expect((await c.run(c.rt.containers.inspect(id))).status.state).toBe("running")
+    await c.run(c.rt.containers.signal(id, "9"))
+    expect(await exited(id)).toMatchObject({ exitCode: 137, signal: "SIGKILL" })
+    expect((await c.fail(c.rt.containers.signal(id, "SIGTERM")))._tag).toBe("RuntimeInvalid")
+  })
+
+  it("exec: output, exit code, env, working directory and stdin of a command in the container's context", async () => {
+    const id = await run("exec", "echo ready; sleep 1000", marker("exec"), { env: { FOO: "bar" }, workingDir: "/tmp" })
+    const r = await c.run(
+      c.rt.containers.exec(id, { command: ["sh", "-c", "echo out; echo err >&2; pwd; echo $FOO $EXTRA; exit 3"], env: { EXTRA: "x" } })
+    )
+    expect(r).toEqual({ exitCode: 3, stdout: "out\n/tmp\nbar x\n", stderr: "err\n", timedOut: false })
+    expect((await c.run(c.rt.containers.exec(id, { command: ["cat"], stdin: "hello" }))).stdout).toBe("hello")
+    const host = await c.run(c.rt.containers.exec(id, { command: ["cat", "/proc/sys/kernel/hostname"] }))
+    if (isolated) {
+      // Inside the pod's namespaces: its hostname, and a pid namespace where the holder is pid 1.
+      expect(host.stdout.trim()).toBe(`web-${mode}`)
+      const pid1 = await c.run(c.rt.containers.exec(id, { command: ["cat", "/proc/1/cmdline"] }))
+      expect(pid1.stdout).toContain("holder")
+    }
+    const missing = await c.run(c.rt.containers.exec(id, { command: ["no-such-command-kbox"] }))
+    expect(missing.exitCode).toBe(126)
+    expect(missing.stderr).toContain("no-such-command-kbox")
+  })
+
+  it("exec: a command over its timeout is killed and reported as timed out", async () => {
+    const id = await run("exec-timeout", "sleep 1000", marker("exec-timeout"))
+    const mark = marker("exec-child")
+    const t0 = Date.now()
+    const r = await c.run(c.rt.containers.exec(id, { command: ["sh", "-c", "sleep 1000", mark], timeoutMs: 300 }))
+    expect(Date.now() - t0).toBeLessThan(3_000)
+    expect(r).toMatchObject({ timedOut: true, exitCode: 137 })
+    expect(processesWith(mark)).toEqual([])
+    expect((await c.run(c.rt.containers.inspect(id))).status.state).toBe("running")
+  })
+
+  it("logs: follow streams live output, ends when the container exits; tailLines, timestamps, stderr", async () => {
+    const id = await run(
+      "ticker",
+      "echo to-stderr >&2; i=0; while [ $i -lt 8 ]; do echo tick-$i; i=$((i+1)); sleep 0.15; done",
+      marker("ticker")
+    )
+    // Followed from the start, the stream delivers every line and ends when the container exits.
+    const followed = await c.run(Stream.runCollect(c.rt.containers.logs(id, { follow: true, timestamps: true })))
+    const lines = Chunk.toArray(followed)
+    expect(lines.filter((l) => l.stream === "stdout").map((l) => l.line)).toEqual(
+      Array.from({ length: 8 }, (_, i) => `tick-${i}\n`)
+    )
+    expect(lines.find((l) => l.stream === "stderr")?.line).toBe("to-stderr\n")
+    for (const l of lines) expect(Number.isNaN(Date.parse(l.timestamp!))).toBe(false)
+    // The stream ended with the container (runCollect returned), and the lines came over time.
+    const stamps = lines.filter((l) => l.stream === "stdout").map((l) => Date.parse(l.timestamp!))
+    expect(stamps[7]! - stamps[0]!).toBeGreaterThanOrEqual(700)
+    expect((await c.run(c.rt.containers.inspect(id))).status.state).toBe("exited")
+    const tail = Chunk.toArray(await c.run(Stream.runCollect(c.rt.containers.logs(id, { tailLines: 2 }))))
+    expect(tail).toEqual([
+      { stream: "stdout", line: "tick-6\n" },
+      { stream: "stdout", line: "tick-7\n" }
+    ])
+  })
+
+  it("logs: a follower sees lines while they are written, not after the exit", async () => {
+    const id = await run("live", "i=0; while :; do echo live-$i; i=$((i+1)); sleep 0.1; done", marker("live"))
+    const t0 = Date.now()
+    const first3 = Chunk.toArray(await c.run(Stream.runCollect(Stream.take(c.rt.containers.logs(id, { follow: true }), 3))))
+    expect(first3.map((l) => l.line)).toEqual(["live-0\n", "live-1\n", "live-2\n"])
+    expect(Date.now() - t0).toBeLessThan(5_000)
+    expect((await c.run(c.rt.containers.inspect(id))).status.state).toBe("running")
+    const after = Chunk.toArray(await c.run(Stream.runCollect(Stream.take(c.rt.containers.logs(id, { follow: true, tailLines: 0 }), 2))))
+    const n = (l: { line: string }) => Number(l.line.trim().split("-")[1])
+    expect(n(after[1]!)).toBe(n(after[0]!) + 1)
+    expect(n(after[0]!)).toBeGreaterThanOrEqual(3)
+    await c.run(c.rt.containers.remove(id))
+  })
+
+  it("a command that cannot start is a StartError, not an ordinary exit", async () => {
+    const id = await c.run(
+      c.rt.containers.create({ sandboxId: sandbox.id, name: "missing", attempt: 0, command: ["no-such-command-kbox"] })
+    )
+    await c.run(c.rt.containers.start(id))
+    const status = await exited(id)
+    expect(status).toMatchObject({ exitCode: 128, reason: "StartError" })
+    expect(status.message).toContain("no-such-command-kbox")
+    const wd = await run("bad-wd", "true", marker("bad-wd"), { workingDir: "/no/such/dir" })
+    expect(await exited(wd)).toMatchObject({ reason: "StartError" })
+    expect((await c.fail(c.rt.containers.start(id)))._tag).toBe("RuntimeInvalid")
+  })
+
+  it("removing a container kills its whole process tree, even a child that started its own session", async () => {
+    const mark = marker("tree")
+    const id = await run(
+      "tree",
+      "sh -c 'sleep 1000' $0-a & setsid sh -c 'sleep 1000' $0-b & echo ready; wait",
+      mark
+    )
+    await logged(id, "ready")
+    await eventually(() => processesWith(`${mark}-b`).length > 0 || undefined, 5_000, "the setsid child")
+    const pids = (await c.run(c.rt.containers.processes(id))).map((p) => p.pid)
+    // Everything with the marker but the shim (the supervisor outside the container) is in it.
+    const marked = processesWith(mark)
+    const workload = marked.filter((pid) => !isShim(pid))
+    expect(workload.length).toBeGreaterThanOrEqual(3)
+    for (const pid of workload) expect(pids).toContain(pid)
+    await c.run(c.rt.containers.remove(id))
+    for (const pid of [...pids, ...marked]) expect(alive(pid), `pid ${pid}`).toBe(false)
+    expect((await c.fail(c.rt.containers.inspect(id)))._tag).toBe("RuntimeNotFound")
+    await c.run(c.rt.containers.remove(id))
+  })
+
+  it("when the main process exits, what it left running is killed with it", async () => {
+    const mark = marker("leftover")
+    const id = await run("leftover", "sh -c 'sleep 1000' $0-child & echo ready; sleep 0.3; exit 0", mark)
+    expect(await exited(id)).toMatchObject({ exitCode: 0 })
+    expect(processesWith(mark)).toEqual([])
+  })
+
+  it("stats and processes of a running container", async () => {
+    const id = await run("busy", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; echo done; sleep 1000", marker("busy"))
+    await logged(id, "done")
+    const stats = await c.run(c.rt.containers.stats(id))
+    expect(stats.cpu.usageCoreNanoSeconds).toBeGreaterThan(10_000_000)
+    expect(stats.memory.workingSetBytes).toBeGreaterThan(0)
+    expect(stats.pids).toBeGreaterThanOrEqual(1)
+    const procs = await c.run(c.rt.containers.processes(id))
+    const main = (await c.run(c.rt.containers.inspect(id))).status.pid!
+    expect(procs.find((p) => p.pid === main)).toMatchObject({ command: "sh" })
+    expect(procs.some((p) => p.command === "sleep")).toBe(true)
+  })
+
+  it("runs as the requested user", async () => {
+    const id = await run("nobody", "id -u; id -g; sleep 1000", marker("user"), { user: { uid: 65534, gid: 65534 } })
+    await logged(id, "65534")
+    const r = await c.run(c.rt.containers.exec(id, { command: ["id", "-u"] }))
+    expect(r.stdout.trim()).toBe("65534")
+  })
+
+  it("refuses a second container for the same (sandbox, name, attempt) and a second sandbox per pod", async () => {
+    const spec = shSpec(sandbox.id, "once", "sleep 1000", marker("once"))
+    const id = await c.run(c.rt.containers.create(spec))
+    expect(await c.fail(c.rt.containers.create(spec))).toMatchObject({ _tag: "RuntimeAlreadyExists", id })
+    const next = await c.run(c.rt.containers.create({ ...spec, attempt: 1 }))
+    expect(next).not.toBe(id)
+    expect(await c.fail(c.rt.sandboxes.create(sandbox.spec))).toMatchObject({ _tag: "RuntimeAlreadyExists", id: sandbox.id })
+    expect((await c.fail(c.rt.containers.inspect("nope")))._tag).toBe("RuntimeNotFound")
+    expect((await c.fail(Stream.runCollect(c.rt.containers.logs("nope"))))._tag).toBe("RuntimeNotFound")
+    expect((await c.fail(c.rt.containers.create({ ...spec, sandboxId: "nope" })))._tag).toBe("RuntimeNotFound")
+  })
+
+  it("lists containers and sandboxes by labels and state", async () => {
+    const labels = { "fleet.koder.dev/pod-uid": sandbox.spec.podUid, tier: `t-${mode}` }
+    const a = await run("labelled", "sleep 1000", marker("lab"), { labels })
+    const found = await c.run(c.rt.containers.list({ labels: { tier: `t-${mode}` } }))
+    expect(found.map((x) => x.id)).toEqual([a])
+    expect((await c.run(c.rt.containers.list({ sandboxId: sandbox.id, state: "running", name: "labelled" }))).map((x) => x.id)).toEqual([a])
+    expect((await c.run(c.rt.sandboxes.list({ podUid: sandbox.spec.podUid }))).map((s) => s.id)).toEqual([sandbox.id])
+  })
+
+  // Only an isolated pod has a mount namespace of its own to bind into.
+  if (isolated) it("bind-mounts host paths at their container paths, read-only when asked", async () => {
+    const host = join(dir, "vol")
+    mkdirSync(host)
+    writeFileSync(join(host, "greeting"), "hi from the host\n")
+    const target = `/mnt/kbox-test-${Math.random().toString(36).slice(2, 8)}`
+    const id = await run("mounted", `cat ${target}/greeting; touch ${target}/x 2>/dev/null || echo read-only; sleep 1000`, marker("mnt"), {
+      mounts: [{ hostPath: host, containerPath: target, readOnly: true }]
+    })
+    await logged(id, "hi from the host")
+    await logged(id, "read-only")
+    await c.run(c.rt.containers.remove(id))
+    rmSync(target, { recursive: true, force: true })
+  })
+
+  it("removing a sandbox removes its containers and, isolated, its namespaces' holder", async () => {
+    const pod = podSpec(marker(`gone-${mode}`))
+    const sb = await c.run(c.rt.sandboxes.create(pod))
+    const mark = marker("sbgone")
+    const id = await c.run(c.rt.containers.create(shSpec(sb.id, "x", "sleep 1000", mark)))
+    await c.run(c.rt.containers.start(id))
+    if (isolated) expect(processesWith(`holder\0${pod.name}`).length).toBeGreaterThan(0)
+    await c.run(c.rt.sandboxes.remove(sb.id))
+    expect(processesWith(mark)).toEqual([])
+    expect(processesWith(`holder\0${pod.name}`)).toEqual([])
+    expect((await c.fail(c.rt.containers.inspect(id)))._tag).toBe("RuntimeNotFound")
+    expect((await c.fail(c.rt.sandboxes.get(sb.id)))._tag).toBe("RuntimeNotFound")
+  })
+})
