@@ -730,6 +730,8 @@ export const make = (
           return undefined
         }
 
+        // Probe workers first, so a container that just started shows its probes' initial verdict.
+        yield* syncProbes(uid, pod, state, observed)
         if (pod !== undefined) {
           const waiting = new Map(state.waiting)
           for (const [k, w] of decision.waiting) waiting.set(k, w)
@@ -755,7 +757,6 @@ export const make = (
               .pipe(Effect.catchIf((e) => e.status.code === 404 || e.status.code === 409, () => Effect.void))
           }
         }
-        yield* syncProbes(uid, pod, state, observed)
         if (blocked !== undefined || retry) return 2_000
         return decision.requeueAfterMs
       })

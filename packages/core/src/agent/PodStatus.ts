@@ -14,7 +14,7 @@ import type * as Pod from "../model/Pod.js"
 import * as Quantity from "../model/Quantity.js"
 import * as HostPorts from "./HostPorts.js"
 import * as PodSync from "./PodSync.js"
-import type * as Probes from "./Probes.js"
+import * as Probes from "./Probes.js"
 
 /** What a status is computed from. */
 export interface Input {
@@ -83,7 +83,8 @@ const containerStatus = (input: Input, container: Pod.Container, history: Readon
     case "created":
       return { ...common, state: { waiting: waiting ?? { reason: "ContainerCreating" } }, lastState, ready: false, started: false }
     case "running": {
-      const verdict = input.probes.get(latest.id) ?? { started: true, ready: true, livenessFailed: false, startupFailed: false }
+      // No verdict yet: what a container's probes say before their first result.
+      const verdict = input.probes.get(latest.id) ?? Probes.verdict(Probes.start(latest.id, container, 0))
       const startedAt = time(latest.startedAtMs)
       return {
         ...common,

@@ -119,6 +119,12 @@ describe("PodStatus.compute", () => {
     expect(cond(s, "ContainersReady")?.status).toBe("False")
   })
 
+  it("a container whose probes have not answered yet is started but not ready (readiness) or neither (startup)", () => {
+    const probe = { exec: { command: ["check"] } }
+    expect(status(pod({ containers: [{ name: "app", image: "i", readinessProbe: probe }] }), [c("app", 0, "running")]).containerStatuses?.[0]).toMatchObject({ ready: false, started: true })
+    expect(status(pod({ containers: [{ name: "app", image: "i", startupProbe: probe }] }), [c("app", 0, "running")]).containerStatuses?.[0]).toMatchObject({ ready: false, started: false })
+  })
+
   it("keeps lastTransitionTime while a condition holds, and other writers' conditions", () => {
     const before = status(pod(), [c("app", 0, "running")], { nowMs: at(10) })
     const disruption = { type: "DisruptionTarget", status: "True" as const, reason: "EvictionByEvictionAPI", lastTransitionTime: iso(50) }
