@@ -600,7 +600,7 @@ export const subresources = (kind: string) => ({ status: withStatus.has(kind), s
 
 /** Discovery categories (`kubectl get all`). */
 export const categories = (kind: string): ReadonlyArray<string> =>
-  ["Pod", "Service", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob"].includes(kind) ? ["all"] : []
+  ["Pod", "Service", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob", "HorizontalPodAutoscaler"].includes(kind) ? ["all"] : []
 
 const age: PrinterColumn = { name: "Age", type: "date", value: ".metadata.creationTimestamp" }
 

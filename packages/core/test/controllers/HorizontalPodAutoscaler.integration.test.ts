@@ -205,6 +205,15 @@ describe("HorizontalPodAutoscaler (integration)", () => {
           })
           expect(yield* specReplicas(c, "quiet")).toBe(1)
 
+          // Discovery as `kubectl get hpa` and `kubectl get all` use it.
+          const discovery = yield* Effect.promise(() =>
+            c.fetch("http://fleet.test/apis/autoscaling/v2", { headers: { authorization: `Bearer ${c.adminToken}` } }).then((r) => r.json() as Promise<Json>)
+          )
+          expect(discovery["resources"]).toEqual([
+            { name: "horizontalpodautoscalers", singularName: "horizontalpodautoscaler", namespaced: true, kind: "HorizontalPodAutoscaler", verbs: expect.arrayContaining(["create", "get", "list", "watch"]), shortNames: ["hpa"], categories: ["all"] },
+            { name: "horizontalpodautoscalers/status", singularName: "", namespaced: true, kind: "HorizontalPodAutoscaler", verbs: ["get", "patch", "update"] }
+          ])
+
           const invalid = yield* Effect.flip(c.client.create(autoscaler("bad", { minReplicas: 3, maxReplicas: 2 })))
           expect(invalid.status.code).toBe(422)
           expect(invalid.status.message).toContain("spec.maxReplicas: Invalid value: 2: must be greater than or equal to `minReplicas`")
