@@ -31,6 +31,15 @@ export interface Options {
   readonly controllers?: Omit<Controllers.Options, "disabled">
 }
 
+/** The identity of a node's agent (what a node credential authenticates as). */
+export const nodeUser = (node: string): Http.UserInfo => ({ name: `system:node:${node}`, uid: `node:${node}`, groups: ["system:nodes", "system:authenticated"] })
+
+/** Whether `headers` carry `token` as their bearer token (constant time). */
+export const presents = (headers: Readonly<Record<string, string | undefined>>, token: string): boolean => {
+  const presented = Authn.bearer(headers)
+  return presented !== undefined && Authn.constantTimeEqual(presented, token)
+}
+
 /** A fresh loopback credential. */
 export const loopback = (): { readonly token: string; readonly matches: (headers: Readonly<Record<string, string | undefined>>) => boolean } => {
   const token = randomBytes(32).toString("base64url")

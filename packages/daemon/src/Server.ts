@@ -6,7 +6,7 @@
  *   flags ─▶ data dir ─▶ Tls.ensure ─▶ Bootstrap.load ─▶ store ─▶ HttpServer ─▶ ApiServer
  *         ─▶ Bootstrap.publish (kubeconfig) ─▶ "listening" line ─▶ wait for a signal ─▶ drain
  */
-import { AdmissionPlugins, ApiServer, Binding, Eviction, Placement, Registry } from "@koder/fleet-core"
+import { AdmissionPlugins, ApiServer, Binding, Eviction, type Http, MetricsApi, MetricsSource, NodeAccess, Placement, PodExec, PodLog, Registry, type Store } from "@koder/fleet-core"
 import { PgStore } from "@koder/fleet-store-pg"
 import { SqliteStore } from "@koder/fleet-store-sqlite"
 import { Cause, Duration, Effect, Either, Exit, Option, Scope } from "effect"
@@ -188,8 +188,28 @@ const signal: Effect.Effect<NodeJS.Signals> = Effect.async((resume) => {
   })
 })
 
+/** What runs inside the server's process besides the API and the control plane (the dev role's agent and box). */
+export interface Alongside {
+  /** The API's in-process handler; requests still pass authentication, authorization and admission. */
+  readonly handle: (request: Omit<Http.ApiRequest, "user">) => Effect.Effect<Http.ApiResponse>
+  /** A bearer token the API accepts as `system:node:<nodeName>` (group system:nodes), for an in-process agent. */
+  readonly nodeToken: (nodeName: string) => string
+  /** How the API reaches pods' processes from now on (logs, exec, signal). */
+  readonly setNodeAccess: (access: NodeAccess.NodeAccess) => void
+  /** Where agents report resource usage (served as metrics.k8s.io, read by the HPA). */
+  readonly metrics: MetricsSource.MetricsSourceService
+  readonly store: Store.StoreService
+  /** `https://host:port` as clients dial it, and the CA that signs its certificate (none: a publicly trusted one). */
+  readonly server: string
+  readonly caPem: string | undefined
+}
+
 /** Run the server until `stop` completes (default: a signal), then drain and close. */
-export const run = (config: Config, stop: Effect.Effect<unknown> = signal): Effect.Effect<void, DaemonError | { readonly message: string }> =>
+export const run = (
+  config: Config,
+  stop: Effect.Effect<unknown> = signal,
+  alongside?: (context: Alongside) => Effect.Effect<void, DaemonError | { readonly message: string }, Scope.Scope>
+): Effect.Effect<void, DaemonError | { readonly message: string }> =>
   Effect.scoped(
     Effect.gen(function* () {
       yield* Effect.tryPromise({
@@ -224,16 +244,38 @@ export const run = (config: Config, stop: Effect.Effect<unknown> = signal): Effe
         caPem: tls.ca,
         flags: config.security
       }).pipe(Scope.extend(apiScope))
+      // Usage samples agents report, served as metrics.k8s.io (what `top` and the HPA read).
+      const metrics = MetricsSource.makeMemory()
+      MetricsApi.install(registry, metrics, store, { transformer: security.transformer })
       const loopback = ControlPlane.loopback()
+      // In-process agents authenticate as their node with a token that lives only in memory.
+      const nodeTokens = new Map<string, string>()
+      const nodeOf = (headers: Readonly<Record<string, string | undefined>>) => {
+        for (const [node, token] of nodeTokens) if (ControlPlane.presents(headers, token)) return node
+        return undefined
+      }
       const plane: { explain?: Placement.Explain } = {}
+      let access: NodeAccess.NodeAccess = NodeAccess.none
       const api = yield* ApiServer.make({
         store,
         registry,
-        authenticate: (headers) => (loopback.matches(headers) ? Effect.succeed(ControlPlane.controllerUser) : security.authenticate(headers)),
+        authenticate: (headers) => {
+          if (loopback.matches(headers)) return Effect.succeed(ControlPlane.controllerUser)
+          const node = nodeTokens.size === 0 ? undefined : nodeOf(headers)
+          return node !== undefined ? Effect.succeed(ControlPlane.nodeUser(node)) : security.authenticate(headers)
+        },
         authorize: security.authorize,
         admission: security.admission,
         transformer: security.transformer,
-        subresources: [...security.subresources, Binding.handler, Eviction.subresource, Placement.handler(() => plane.explain)],
+        subresources: [
+          ...security.subresources,
+          Binding.handler,
+          Eviction.subresource,
+          Placement.handler(() => plane.explain),
+          PodLog.handler(() => access),
+          PodExec.execHandler(() => access),
+          PodExec.signalHandler(() => access)
+        ],
         ...(security.audit === undefined ? {} : { audit: security.audit }),
         region: config.region,
         address,
@@ -247,6 +289,22 @@ export const run = (config: Config, stop: Effect.Effect<unknown> = signal): Effe
         disabled: config.disabledControllers,
         ...(typeof config.security["service-cluster-ip-range"] === "string" ? { controllers: { clusterIpRepair: { range: config.security["service-cluster-ip-range"] } } } : {})
       }, plane).pipe(Scope.extend(apiScope))
+
+      if (alongside !== undefined) {
+        yield* alongside({
+          handle: api.handle,
+          nodeToken: (node) => {
+            const token = nodeTokens.get(node) ?? ControlPlane.loopback().token
+            nodeTokens.set(node, token)
+            return token
+          },
+          setNodeAccess: (a) => (access = a),
+          metrics,
+          store,
+          server: `https://${address}`,
+          caPem: tls.ca
+        }).pipe(Scope.extend(apiScope))
+      }
 
       const published = yield* Bootstrap.publish(config.dataDir, credentials, { server: `https://${address}`, caPem: tls.ca })
       if (published.newToken !== undefined) {
