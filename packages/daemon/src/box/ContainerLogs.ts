@@ -194,10 +194,26 @@ export class Writer {
   }
 
   private append(lines: ReadonlyArray<Line>): void {
-    const data = Buffer.from(lines.map(formatLine).join(""))
-    if (this.size > 0 && this.size + data.length > this.rotation.maxBytes) this.rotate()
-    writeSync(this.fd, data)
-    this.size += data.length
+    // Line by line against the limit, so no file outgrows it (unless one line alone does).
+    let batch: Array<Buffer> = []
+    let batchSize = 0
+    const flush = () => {
+      if (batchSize === 0) return
+      writeSync(this.fd, batch.length === 1 ? batch[0]! : Buffer.concat(batch, batchSize))
+      this.size += batchSize
+      batch = []
+      batchSize = 0
+    }
+    for (const l of lines) {
+      const data = Buffer.from(formatLine(l))
+      if (this.size + batchSize > 0 && this.size + batchSize + data.length > this.rotation.maxBytes) {
+        flush()
+        this.rotate()
+      }
+      batch.push(data)
+      batchSize += data.length
+    }
+    flush()
     for (const l of lines) for (const f of this.listeners) f(l)
   }
 

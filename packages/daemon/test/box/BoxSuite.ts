@@ -5,7 +5,7 @@
  */
 import type { Runtime } from "@koder/fleet-core"
 import { Chunk, Stream } from "effect"
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -34,7 +34,17 @@ describe(`koder-fleet box (${mode})`, () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "kbox-"))
-    box = await startBox(["--data-dir", join(dir, "data"), "--socket", join(dir, "box.sock"), ...args])
+    box = await startBox([
+      "--data-dir",
+      join(dir, "data"),
+      "--socket",
+      join(dir, "box.sock"),
+      "--log-max-size",
+      String(64 * 1024),
+      "--log-max-files",
+      "1",
+      ...args
+    ])
     c = await connect(box.socketPath)
     sandbox = await c.run(c.rt.sandboxes.create(podSpec(`web-${mode}`)))
   })
@@ -73,7 +83,6 @@ describe(`koder-fleet box (${mode})`, () => {
     expect(info.capabilities.isolation).toBe(isolated ? "namespaces" : "none")
     expect(info.capabilities.cgroups).toBe(isolated ? "v1" : "none")
     expect(info.capabilities.limits.memory).toBe(isolated)
-    const { statSync } = await import("node:fs")
     expect(statSync(box.socketPath).mode & 0o777).toBe(0o600)
   })
 
@@ -194,6 +203,26 @@ describe(`koder-fleet box (${mode})`, () => {
     expect(n(after[1]!)).toBe(n(after[0]!) + 1)
     expect(n(after[0]!)).toBeGreaterThanOrEqual(3)
     await c.run(c.rt.containers.remove(id))
+  })
+
+  it("rotates a container's log by size, keeping the newest lines in order", async () => {
+    // The suite's box keeps 64 KiB per file and one rotated file.
+    const id = await run(
+      "chatty",
+      "i=0; while [ $i -lt 3000 ]; do echo line-$i-padding-padding-padding-padding; i=$((i+1)); done; echo end",
+      marker("chatty")
+    )
+    await exited(id)
+    const files = readdirSync(join(dir, "data", "containers", id)).filter((f) => f.startsWith("container.log")).sort()
+    expect(files).toEqual(["container.log", "container.log.1"])
+    for (const f of files) expect(statSync(join(dir, "data", "containers", id, f)).size).toBeLessThanOrEqual(64 * 1024)
+    const lines = Chunk.toArray(await c.run(Stream.runCollect(c.rt.containers.logs(id)))).map((l) => l.line)
+    expect(lines.at(-1)).toBe("end\n")
+    const numbers = lines.slice(0, -1).map((l) => Number(/^line-(\d+)-/.exec(l)![1]))
+    expect(numbers.at(-1)).toBe(2999)
+    expect(numbers).toEqual(Array.from({ length: numbers.length }, (_, i) => 3000 - numbers.length + i))
+    const tail = Chunk.toArray(await c.run(Stream.runCollect(c.rt.containers.logs(id, { tailLines: 2 })))).map((l) => l.line)
+    expect(tail).toEqual(["line-2999-padding-padding-padding-padding\n", "end\n"])
   })
 
   it("a command that cannot start is a StartError, not an ordinary exit", async () => {
