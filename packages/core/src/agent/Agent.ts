@@ -159,6 +159,15 @@ const units = (q: string | undefined): number | undefined => {
 
 const isNotFound = (e: ApiError.ApiError) => e.status.code === 404
 
+// Whether two versions of a pod differ only in status and resourceVersion.
+const sameButStatus = (a: JsonObject, b: JsonObject): boolean => {
+  const strip = (o: JsonObject) => {
+    const { resourceVersion: _rv, managedFields: _mf, ...meta } = Pods.meta(o)
+    return Pods.stableJson({ metadata: meta, spec: o["spec"] })
+  }
+  return strip(a) === strip(b)
+}
+
 /** Start an agent in the current scope: it registers the node and runs until the scope closes. */
 export const make = (
   options: Options
@@ -296,6 +305,17 @@ export const make = (
 
     // ---- runtime reads ---------------------------------------------------------------------
 
+    // The runtime relist's view (the kubelet's PLEG): container id → `uid|state|exit code`, and
+    // the pods that had containers at the last relist.
+    const seen = new Map<string, string>()
+    let relistedUids = new Set<string>()
+    const signature = (uid: string, c: Runtime.Container) => `${uid}|${c.status.state}|${c.status.exitCode ?? ""}`
+    // A sync records what it saw, so the next relist does not queue the pod again for its own changes.
+    const noteSeen = (uid: string, raw: ReadonlyArray<Runtime.Container>) => {
+      for (const c of raw) seen.set(c.id, signature(uid, c))
+      if (raw.length > 0) relistedUids.add(uid)
+    }
+
     const containersOf = (uid: string) =>
       Effect.map(runtime.containers.list({ labels: { [ContainerIdentity.Labels.podUid]: uid } }), (list) => ({
         raw: list,
@@ -360,8 +380,6 @@ export const make = (
       Effect.gen(function* () {
         if (state.sandbox !== undefined && state.sandbox.state === "ready") return state.sandbox
         const uid = pod.metadata.uid ?? ""
-        const existing = (yield* runtime.sandboxes.list({ podUid: uid })).find((s) => s.state === "ready")
-        if (existing !== undefined) return (state.sandbox = existing)
         const spec: Runtime.SandboxSpec = {
           podUid: uid,
           name: pod.metadata.name ?? "",
@@ -371,11 +389,14 @@ export const make = (
           ports: hostPorts.map((a) => ({ ...(a.name === undefined ? {} : { name: a.name }), containerPort: a.containerPort, hostPort: a.hostPort, protocol: a.protocol })),
           labels: ContainerIdentity.sandboxLabels(pod)
         }
-        const created = yield* runtime.sandboxes.create(spec).pipe(
-          Effect.catchTag("RuntimeAlreadyExists", (e) => runtime.sandboxes.get(e.id)),
-          Effect.catchTag("RuntimeNotFound", (e) => Effect.fail(new Runtime.Unavailable({ message: e.message })))
-        )
-        return (state.sandbox = created)
+        // Create first (one call on the hot path); an existing one is adopted, a dead one replaced.
+        const create = runtime.sandboxes.create(spec).pipe(Effect.catchTag("RuntimeAlreadyExists", (e) => runtime.sandboxes.get(e.id)))
+        let sandbox = yield* create
+        if (sandbox.state !== "ready") {
+          yield* runtime.sandboxes.remove(sandbox.id)
+          sandbox = yield* create
+        }
+        return (state.sandbox = sandbox)
       })
 
     const prepareVolumes = (state: PodState, pod: Pod.Pod, lookup: VolumePlan.Lookup) =>
@@ -624,10 +645,13 @@ export const make = (
       Effect.gen(function* () {
         syncs++
         const pod = podsByUid.get(uid)
+        // A pod the agent has never handled and the last relist saw no container of has none:
+        // only the agent creates them. This saves a runtime call on every new pod's first sync.
+        const fresh = !states.has(uid) && !relistedUids.has(uid)
         const state = stateOf(uid)
         state.pod = pod
         const nowMs = yield* Clock.currentTimeMillis
-        let { raw, observed } = yield* containersOf(uid)
+        let { raw, observed } = fresh ? { raw: [] as ReadonlyArray<Runtime.Container>, observed: [] as ReadonlyArray<PodSync.ObservedContainer> } : yield* containersOf(uid)
         if (pod === undefined && observed.length === 0 && state.sandbox === undefined && state.hostPorts === undefined) {
           // Never known or already cleaned up: only a stale sandbox may be left.
           for (const s of yield* runtime.sandboxes.list({ podUid: uid })) yield* runtime.sandboxes.remove(s.id)
@@ -730,6 +754,7 @@ export const make = (
           return undefined
         }
 
+        noteSeen(uid, raw)
         // Probe workers first, so a container that just started shows its probes' initial verdict.
         yield* syncProbes(uid, pod, state, observed)
         if (pod !== undefined) {
@@ -788,22 +813,25 @@ export const make = (
       if (uid === "") return
       if (change.type === "DELETED") podsByUid.delete(uid)
       else podsByUid.set(uid, asPod(change.object))
+      // A change of status only (mostly the agent's own writes) needs no sync; resyncs catch the rest.
+      if (change.type === "MODIFIED" && change.old !== undefined && sameButStatus(change.old, change.object)) return
       if (change.old !== undefined && uidOf(change.old) !== uid) queue.add(uidOf(change.old))
       queue.add(uid)
     })
 
     // The runtime relist (PLEG): a container that appeared, changed state or went queues its pod.
-    const seen = new Map<string, string>()
     let relisted = false
     const relist = Effect.gen(function* () {
       const list = yield* Effect.either(runtime.containers.list())
       if (list._tag === "Left") return
       const now = new Set<string>()
+      const uids = new Set<string>()
       for (const c of list.right) {
         const uid = ContainerIdentity.podUidOf(c)
         if (uid === undefined) continue
         now.add(c.id)
-        const sig = `${uid}|${c.status.state}|${c.status.exitCode ?? ""}`
+        uids.add(uid)
+        const sig = signature(uid, c)
         if (seen.get(c.id) !== sig) {
           seen.set(c.id, sig)
           queue.add(uid)
@@ -814,6 +842,7 @@ export const make = (
         seen.delete(id)
         queue.add(sig.slice(0, sig.indexOf("|")))
       }
+      relistedUids = uids
       relisted = true
     })
 
