@@ -813,6 +813,8 @@ export const make = (
       if (uid === "") return
       if (change.type === "DELETED") podsByUid.delete(uid)
       else podsByUid.set(uid, asPod(change.object))
+      // A pod replaced under the same name (a re-list after missed events) is gone for the agent.
+      if (change.old !== undefined && uidOf(change.old) !== uid) podsByUid.delete(uidOf(change.old))
       // A change of status only (mostly the agent's own writes) needs no sync; resyncs catch the rest.
       if (change.type === "MODIFIED" && change.old !== undefined && sameButStatus(change.old, change.object)) return
       if (change.old !== undefined && uidOf(change.old) !== uid) queue.add(uidOf(change.old))
