@@ -159,6 +159,18 @@ const units = (q: string | undefined): number | undefined => {
 
 const isNotFound = (e: ApiError.ApiError) => e.status.code === 404
 
+/**
+ * The pod with the kubelet-owned conditions the agent last wrote (the informer's copy may not
+ * have caught up with its own write yet, and transition times must not move because of that) and
+ * everyone else's conditions as the API has them.
+ */
+const withOwnConditions = (pod: Pod.Pod, written: Pod.PodStatus | undefined): Pod.Pod => {
+  if (written === undefined) return pod
+  const others = (pod.status?.conditions ?? []).filter((c) => !PodStatus.kubeletConditions.has(c.type))
+  const own = (written.conditions ?? []).filter((c) => PodStatus.kubeletConditions.has(c.type))
+  return { ...pod, status: { ...pod.status, conditions: [...others, ...own] } }
+}
+
 // Whether two versions of a pod differ only in status and resourceVersion.
 const sameButStatus = (a: JsonObject, b: JsonObject): boolean => {
   const strip = (o: JsonObject) => {
@@ -762,7 +774,7 @@ export const make = (
           for (const [k, w] of decision.waiting) waiting.set(k, w)
           const podIP = podIPOf(state)
           const status = PodStatus.compute({
-            pod,
+            pod: withOwnConditions(pod, state.lastStatus as Pod.PodStatus | undefined),
             containers: observed,
             probes: verdicts(uid),
             waiting,
