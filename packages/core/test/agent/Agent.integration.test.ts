@@ -353,6 +353,25 @@ describe("Agent against the memory runtime", () => {
     )
   )
 
+  it.live("stopAll stops every running container gracefully and leaves the pods in the API", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const w = yield* world()
+        const { agent } = yield* w.startAgent
+        yield* w.cluster.client.create(pod("a"))
+        yield* w.cluster.client.create(pod("b", { terminationGracePeriodSeconds: 3 }))
+        yield* until(w, "a", ready)
+        yield* until(w, "b", ready)
+        yield* agent.stopAll
+        const list = yield* w.runtime.containers.list()
+        expect(list.map((c) => c.status.state)).toEqual(["exited", "exited"])
+        const stops = (yield* w.control.calls).filter((c) => c.op === "container.stop").map((c) => c.detail).sort()
+        expect(stops).toEqual(["3000", "30000"])
+        expect(yield* TestCluster.find(w.cluster, PodRef, "default", "a")).toBeDefined()
+      })
+    )
+  )
+
   it.live("removes containers of pods the API no longer has", () =>
     Effect.scoped(
       Effect.gen(function* () {
