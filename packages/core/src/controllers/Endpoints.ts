@@ -118,11 +118,28 @@ export const shouldPodBeInEndpoints = (pod: JsonObject, includeTerminating: bool
  * undefined when the pod has none.
  */
 export const findPort = (pod: JsonObject, servicePort: Record<string, unknown>): number | undefined => {
+  const protocol = str(servicePort["protocol"]) || "TCP"
+  const port = containerPortOf(pod, servicePort, protocol)
+  return port === undefined ? undefined : (hostPortOf(pod, port, protocol) ?? port)
+}
+
+/**
+ * Fleet's host-network mode: the agent gave container port `port` a host port of its own
+ * (`status.hostPorts`), and that is where the pod answers.
+ */
+const hostPortOf = (pod: JsonObject, port: number, protocol: string): number | undefined => {
+  for (const h of arr(obj(pod["status"])["hostPorts"])) {
+    const m = obj(h)
+    if (m["containerPort"] === port && (str(m["protocol"]) || "TCP") === protocol && typeof m["hostPort"] === "number") return m["hostPort"]
+  }
+  return undefined
+}
+
+const containerPortOf = (pod: JsonObject, servicePort: Record<string, unknown>, protocol: string): number | undefined => {
   const target = servicePort["targetPort"] ?? servicePort["port"]
   if (typeof target === "number") return target
   if (typeof target !== "string") return undefined
   if (/^\d+$/.test(target)) return Number(target)
-  const protocol = str(servicePort["protocol"]) || "TCP"
   const spec = obj(pod["spec"])
   const containers = [...arr(spec["containers"]), ...arr(spec["initContainers"]).filter((c) => obj(c)["restartPolicy"] === "Always")]
   for (const c of containers) {
@@ -161,7 +178,8 @@ const endpointView = (pod: JsonObject): string => {
     nodeName: spec["nodeName"],
     hostname: spec["hostname"],
     subdomain: spec["subdomain"],
-    ports: [...arr(spec["containers"]), ...arr(spec["initContainers"])].map((c) => obj(c)["ports"])
+    ports: [...arr(spec["containers"]), ...arr(spec["initContainers"])].map((c) => obj(c)["ports"]),
+    hostPorts: obj(pod["status"])["hostPorts"]
   })
 }
 

@@ -599,7 +599,23 @@ export const PodStatus = Schema.Struct({
   startTime: optional(Time),
   initContainerStatuses: optional(Schema.Array(ContainerStatus)),
   containerStatuses: optional(Schema.Array(ContainerStatus)),
-  qosClass: optional(QOSClass)
+  qosClass: optional(QOSClass),
+  /**
+   * Fleet: the host ports the agent gave the pod's declared container ports in host-network mode
+   * (each container port gets a free host port, passed to the process as PORT / FLEET_PORT_<NAME>).
+   * Endpoints then carry hostIP:hostPort. Absent when pods have their own network.
+   */
+  hostPorts: optional(
+    Schema.Array(
+      Schema.Struct({
+        containerName: Schema.String,
+        name: optional(Schema.String),
+        containerPort: Int32,
+        protocol: optional(Protocol),
+        hostPort: Int32
+      })
+    )
+  )
 })
 
 /** A pod status. */

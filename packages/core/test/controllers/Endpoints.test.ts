@@ -205,7 +205,15 @@ describe("Endpoints helpers", () => {
       { port: 80, targetPort: "http" },
       { ...pod("a"), spec: { containers: [], initContainers: [{ name: "proxy", restartPolicy: "Always", ports: [{ name: "http", containerPort: 15001 }] }] } },
       15001
-    ]
+    ],
+    // Host-network mode: the agent's host port for the container port wins.
+    [
+      { port: 80, targetPort: "http" },
+      { ...pod("a", { ports: [{ name: "http", containerPort: 8080 }] }), status: { hostPorts: [{ containerName: "app", name: "http", containerPort: 8080, protocol: "TCP", hostPort: 41234 }] } },
+      41234
+    ],
+    [{ port: 80, targetPort: 8080 }, { ...pod("a"), status: { hostPorts: [{ containerName: "app", containerPort: 8080, hostPort: 41235 }] } }, 41235],
+    [{ port: 53, targetPort: 8080, protocol: "UDP" }, { ...pod("a"), status: { hostPorts: [{ containerName: "app", containerPort: 8080, protocol: "TCP", hostPort: 41236 }] } }, 8080]
   ] as const)("findPort(%j)", (servicePort, p, want) => expect(Endpoints.findPort(p, servicePort)).toBe(want))
 
   it("selects by every selector key, in the Service's namespace only", () => {
