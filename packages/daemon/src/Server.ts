@@ -208,7 +208,9 @@ export interface Alongside {
 export const run = (
   config: Config,
   stop: Effect.Effect<unknown> = signal,
-  alongside?: (context: Alongside) => Effect.Effect<void, DaemonError | { readonly message: string }, Scope.Scope>
+  alongside?: (context: Alongside) => Effect.Effect<void, DaemonError | { readonly message: string }, Scope.Scope>,
+  role = "server",
+  ready: Effect.Effect<void> = Effect.void
 ): Effect.Effect<void, DaemonError | { readonly message: string }> =>
   Effect.scoped(
     Effect.gen(function* () {
@@ -312,10 +314,11 @@ export const run = (
       }
       if (published.warning !== undefined) console.error(`koder-fleet server: ${published.warning}`)
       for (const line of security.banner) console.log(`koder-fleet server: ${line}`)
-      console.log(`koder-fleet server listening on https://${urlHost(http.address.host)}:${http.address.port} (kubeconfig: ${published.kubeconfig})`)
+      console.log(`koder-fleet ${role} listening on https://${urlHost(http.address.host)}:${http.address.port} (kubeconfig: ${published.kubeconfig})`)
+      yield* ready
 
       const why = yield* stop
-      console.error(`koder-fleet server: ${typeof why === "string" ? why : "stopping"}, draining`)
+      console.error(`koder-fleet ${role}: ${typeof why === "string" ? why : "stopping"}, draining`)
       yield* http.shutdown
     })
   )
@@ -331,11 +334,21 @@ export const main = async (args: ReadonlyArray<string>): Promise<number> => {
     console.error(`koder-fleet server: ${config.left.message}\n\n${usage}`)
     return 2
   }
-  const exit = await Effect.runPromiseExit(run(config.right))
+  return mainWith(config.right, "server")
+}
+
+/** Run a server (with what `alongside` adds) until a signal; the exit code. */
+export const mainWith = async (
+  config: Config,
+  role: string,
+  alongside?: (context: Alongside) => Effect.Effect<void, DaemonError | { readonly message: string }, Scope.Scope>,
+  ready?: Effect.Effect<void>
+): Promise<number> => {
+  const exit = await Effect.runPromiseExit(run(config, signal, alongside, role, ready))
   if (Exit.isSuccess(exit)) return 0
   const failure = Cause.failureOption(exit.cause).pipe(
     Option.match({ onNone: () => Cause.pretty(exit.cause), onSome: (e) => e.message })
   )
-  console.error(`koder-fleet server: ${failure}`)
+  console.error(`koder-fleet ${role}: ${failure}`)
   return 1
 }

@@ -31,16 +31,16 @@ if (command === "version" || command === "--version") {
     const Server = await import("./Server.js")
     // Exit explicitly: a drained server must not linger on a stray handle.
     process.exit(await Server.main(args))
+  } else if (role === "dev") {
+    const Dev = await import("./Dev.js")
+    process.exit(await Dev.main(args))
   } else if (role === "box") {
     // Loaded on demand, like the server: the box needs none of the server's dependencies.
     const Box = await import("./box/Box.js")
     process.exit(await Box.main(args))
   } else if (!Roles.available.includes(role)) {
     console.log(
-      role === "dev"
-        ? "koder-fleet dev: not built yet (the single-host cluster arrives with a later issue). " +
-            "For the API server run `koder-fleet server` (see `koder-fleet server --help`)."
-        : `koder-fleet ${role}: not built yet. This build has the API server: run \`koder-fleet server\` (see README.md).`
+      `koder-fleet ${role}: not built yet. This build has dev, server and box: run \`koder-fleet dev\` (see README.md).`
     )
   }
 }
