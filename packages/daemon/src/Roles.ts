@@ -19,7 +19,7 @@ export const describe: Record<Role, string> = {
 }
 
 /** Roles this build can run; the rest print that they are not built yet. */
-export const available: ReadonlyArray<Role> = ["dev", "server", "box"]
+export const available: ReadonlyArray<Role> = ["dev", "server", "agent", "box"]
 
 /** Parse a role name. */
 export const parse = (name: string | undefined): Role | undefined =>

@@ -232,7 +232,9 @@ export const run = (
       // then the store. The API server needs the bound address, so its scope is made up front.
       const apiScope = yield* Scope.make()
       yield* Effect.addFinalizer(() => Scope.close(apiScope, Exit.void))
-      const http = yield* HttpServer.make({ host: config.listen.host, port: config.listen.port, tls, ...config.limits })
+      // The chain includes the CA, so a joining agent can pick it out by the hash it was given.
+      const chain = tls.ca === undefined || tls.cert.includes(tls.ca.trim()) ? tls.cert : `${tls.cert.trimEnd()}\n${tls.ca}`
+      const http = yield* HttpServer.make({ host: config.listen.host, port: config.listen.port, tls: { cert: chain, key: tls.key }, ...config.limits })
       const host = advertisedHost(http.address.host)
       const address = `${urlHost(host)}:${http.address.port}`
       const registry = Registry.make()

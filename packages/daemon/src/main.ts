@@ -31,6 +31,9 @@ if (command === "version" || command === "--version") {
     const Server = await import("./Server.js")
     // Exit explicitly: a drained server must not linger on a stray handle.
     process.exit(await Server.main(args))
+  } else if (role === "agent") {
+    const AgentRole = await import("./agent/AgentRole.js")
+    process.exit(await AgentRole.main(args))
   } else if (role === "dev") {
     const Dev = await import("./Dev.js")
     process.exit(await Dev.main(args))
@@ -40,7 +43,7 @@ if (command === "version" || command === "--version") {
     process.exit(await Box.main(args))
   } else if (!Roles.available.includes(role)) {
     console.log(
-      `koder-fleet ${role}: not built yet. This build has dev, server and box: run \`koder-fleet dev\` (see README.md).`
+      `koder-fleet ${role}: not built yet. This build has dev, server, agent and box: run \`koder-fleet dev\` (see README.md).`
     )
   }
 }

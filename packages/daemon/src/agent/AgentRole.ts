@@ -1,0 +1,191 @@
+/**
+ * `koder-fleet agent`: a node agent as its own process, joining a server over HTTPS.
+ *
+ *   koder-fleet agent --server https://HOST:9300 --join-token ID.SECRET --ca-hash sha256:HEX
+ *
+ * The first start trusts nothing it has not checked: it fetches the server's certificate chain,
+ * keeps the certificate whose public key hashes to `--ca-hash` (the line `koder-fleet server`
+ * prints, as `kubeadm join --discovery-token-ca-cert-hash`), and from then on verifies the server
+ * against that CA, saved as DATA/ca.crt. The join token is exchanged once for the node's own
+ * token (DATA/node-token); later starts need neither flag. The box is another process
+ * (`koder-fleet box`) reached over its Unix socket; the agent and the box can restart
+ * independently and running containers are re-adopted.
+ */
+import { createHash, X509Certificate } from "node:crypto"
+import { isIP } from "node:net"
+import { homedir } from "node:os"
+import { join, resolve } from "node:path"
+import { connect, type PeerCertificate, type DetailedPeerCertificate } from "node:tls"
+import { parseArgs } from "node:util"
+import { Cause, Effect, Either, Exit, Option } from "effect"
+import { readIfExists, writeAtomic } from "../internal/files.js"
+import * as AgentProcess from "./AgentProcess.js"
+import * as HostFacts from "./HostFacts.js"
+
+/** `koder-fleet agent --help`. */
+export const usage = `usage: koder-fleet agent --server URL [flags]
+
+  --server URL          the API server, e.g. https://10.0.0.1:9300
+  --join-token TOKEN    one-time join token (printed by koder-fleet server); needed on the first start only
+  --ca-hash sha256:HEX  the hash of the cluster CA's public key (printed with the join token)
+  --ca-file FILE        the cluster CA (PEM), instead of --ca-hash
+  --token TOKEN         a node token instead of joining (env FLEET_NODE_TOKEN)
+  --box-socket PATH     the box's socket (default ~/.koder-fleet/box/box.sock)
+  --data-dir DIR        node token, CA, pod volumes (default ~/.koder-fleet/agent, env FLEET_DATA_DIR/agent)
+  --node-name NAME      the node's name (default: this host's name)
+  --reserved LIST       resources kept from pods, e.g. cpu=500m,memory=1Gi
+  --region NAME         the node's region label (default local)
+  --internal-ip IP      the address pods are reached at (default: the first non-loopback IPv4)`
+
+/** What the agent role is configured with. */
+export interface Config {
+  readonly server: string
+  readonly joinToken: string | undefined
+  readonly caHash: string | undefined
+  readonly caFile: string | undefined
+  readonly token: string | undefined
+  readonly boxSocket: string
+  readonly dataDir: string
+  readonly nodeName: string | undefined
+  readonly reserved: Readonly<Record<string, string>>
+  readonly region: string | undefined
+  readonly internalIP: string | undefined
+}
+
+/** Parse flags; Left is the message to print. */
+export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<string, string | undefined>> = process.env): Either.Either<Config, string> => {
+  let values: Record<string, string | boolean | undefined>
+  try {
+    values = parseArgs({
+      args: [...args],
+      options: Object.fromEntries(
+        ["server", "join-token", "ca-hash", "ca-file", "token", "box-socket", "data-dir", "node-name", "reserved", "region", "internal-ip"].map((k) => [k, { type: "string" as const }])
+      ),
+      strict: true,
+      allowPositionals: false
+    }).values
+  } catch (e) {
+    return Either.left(e instanceof Error ? e.message : String(e))
+  }
+  const str = (k: string) => (typeof values[k] === "string" && values[k] !== "" ? (values[k] as string) : undefined)
+  const server = str("server")
+  if (server === undefined) return Either.left("--server is required")
+  if (!/^https:\/\//.test(server)) return Either.left(`--server ${JSON.stringify(server)}: expected an https:// URL`)
+  const caHash = str("ca-hash")
+  if (caHash !== undefined && !/^sha256:[0-9a-f]{64}$/.test(caHash)) return Either.left(`--ca-hash ${JSON.stringify(caHash)}: expected sha256:<64 hex digits>`)
+  const base = env["FLEET_DATA_DIR"] ?? join(homedir(), ".koder-fleet")
+  const reserved = str("reserved") === undefined ? Either.right({}) : HostFacts.parseReserved(str("reserved")!)
+  if (Either.isLeft(reserved)) return Either.left(`--reserved: ${reserved.left}`)
+  return Either.right({
+    server: server.replace(/\/+$/, ""),
+    joinToken: str("join-token"),
+    caHash,
+    caFile: str("ca-file"),
+    token: str("token") ?? env["FLEET_NODE_TOKEN"],
+    boxSocket: resolve(str("box-socket") ?? join(base, "box", "box.sock")),
+    dataDir: resolve(str("data-dir") ?? join(base, "agent")),
+    nodeName: str("node-name"),
+    reserved: reserved.right,
+    region: str("region"),
+    internalIP: str("internal-ip")
+  })
+}
+
+/** `sha256:<hex>` of a certificate's public key (SubjectPublicKeyInfo DER). */
+export const publicKeyHash = (pem: string): string =>
+  `sha256:${createHash("sha256").update(new X509Certificate(pem).publicKey.export({ type: "spki", format: "der" })).digest("hex")}`
+
+const toPem = (der: Buffer): string => `-----BEGIN CERTIFICATE-----\n${der.toString("base64").replace(/(.{64})/g, "$1\n").replace(/\n$/, "")}\n-----END CERTIFICATE-----\n`
+
+/**
+ * The CA among the certificates `server` presents whose public key hashes to `hash`. The
+ * connection is not trusted for anything else: nothing is sent over it.
+ */
+export const discoverCa = (server: string, hash: string): Promise<string> =>
+  new Promise((resolvePem, reject) => {
+    const url = new URL(server)
+    const host = url.hostname.replace(/^\[|\]$/g, "")
+    // SNI carries names only (RFC 6066): an IP address is sent without it.
+    const socket = connect({ host, port: Number(url.port || 443), ...(isIP(host) === 0 ? { servername: host } : {}), rejectUnauthorized: false }, () => {
+      const seen = new Set<string>()
+      let cert: PeerCertificate | DetailedPeerCertificate | undefined = socket.getPeerCertificate(true)
+      while (cert !== undefined && cert.raw !== undefined && !seen.has(cert.fingerprint256)) {
+        seen.add(cert.fingerprint256)
+        const pem = toPem(cert.raw)
+        if (publicKeyHash(pem) === hash) {
+          socket.end()
+          return resolvePem(pem)
+        }
+        cert = "issuerCertificate" in cert ? cert.issuerCertificate : undefined
+      }
+      socket.end()
+      reject(new Error(`${server} presents no certificate whose public key matches ${hash}`))
+    })
+    socket.setTimeout(10_000, () => socket.destroy(new Error(`${server} did not answer the TLS handshake within 10 s`)))
+    socket.once("error", (e) => reject(new Error(`cannot reach ${server}: ${e.message}`)))
+  })
+
+/** The cluster CA: the given file, the one saved by an earlier start, or discovered with the hash. */
+export const resolveCa = async (config: Config): Promise<string> => {
+  if (config.caFile !== undefined) {
+    const pem = await readIfExists(config.caFile)
+    if (pem === undefined) throw new Error(`--ca-file ${config.caFile}: no such file`)
+    return pem
+  }
+  const savedFile = join(config.dataDir, "ca.crt")
+  const saved = await readIfExists(savedFile)
+  if (saved !== undefined && (config.caHash === undefined || publicKeyHash(saved) === config.caHash)) return saved
+  if (config.caHash === undefined) throw new Error("no cluster CA: give --ca-hash (printed by koder-fleet server with the join token) or --ca-file")
+  const pem = await discoverCa(config.server, config.caHash)
+  await writeAtomic(savedFile, pem, 0o644)
+  return pem
+}
+
+/** `koder-fleet agent ...`: runs until SIGTERM/SIGINT; the exit code. */
+export const main = async (args: ReadonlyArray<string>): Promise<number> => {
+  if (args.includes("--help") || args.includes("-h")) {
+    console.log(usage)
+    return 0
+  }
+  const parsed = parseFlags(args)
+  if (Either.isLeft(parsed)) {
+    console.error(`koder-fleet agent: ${parsed.left}\n\n${usage}`)
+    return 2
+  }
+  const config = parsed.right
+  const stop = Effect.async<NodeJS.Signals>((resume) => {
+    const on = (s: NodeJS.Signals) => resume(Effect.succeed(s))
+    process.once("SIGTERM", on)
+    process.once("SIGINT", on)
+    return Effect.sync(() => {
+      process.off("SIGTERM", on)
+      process.off("SIGINT", on)
+    })
+  })
+  const program = Effect.scoped(
+    Effect.gen(function* () {
+      const ca = yield* Effect.tryPromise({ try: () => resolveCa(config), catch: (e) => new AgentProcess.AgentStartError({ message: e instanceof Error ? e.message : String(e) }) })
+      const running = yield* AgentProcess.run({
+        server: config.server,
+        ca,
+        ...(config.token === undefined ? {} : { token: config.token }),
+        ...(config.joinToken === undefined ? {} : { joinToken: config.joinToken }),
+        boxSocket: config.boxSocket,
+        dataDir: config.dataDir,
+        reserved: config.reserved,
+        ...(config.nodeName === undefined ? {} : { nodeName: config.nodeName }),
+        ...(config.region === undefined ? {} : { region: config.region }),
+        ...(config.internalIP === undefined ? {} : { internalIP: config.internalIP })
+      })
+      console.log(`koder-fleet agent: node ${running.nodeName} registered with ${config.server}; running pods through ${config.boxSocket}`)
+      const why = yield* stop
+      // Containers keep running: the next agent adopts them.
+      console.error(`koder-fleet agent: ${why}, stopping (containers keep running)`)
+    })
+  )
+  const exit = await Effect.runPromiseExit(program)
+  if (Exit.isSuccess(exit)) return 0
+  const failure = Cause.failureOption(exit.cause).pipe(Option.match({ onNone: () => Cause.pretty(exit.cause), onSome: (e) => e.message }))
+  console.error(`koder-fleet agent: ${failure}`)
+  return 1
+}
