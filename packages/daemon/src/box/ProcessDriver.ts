@@ -27,12 +27,16 @@ import {
   renameSync,
   rmSync,
   statSync,
+  watch,
   writeFileSync
 } from "node:fs"
+import type { FSWatcher } from "node:fs"
+import { mkdir, rename, rm, writeFile } from "node:fs/promises"
 import { constants as osConstants } from "node:os"
 import { join } from "node:path"
 import * as Cgroups from "./Cgroups.js"
 import * as ContainerLogs from "./ContainerLogs.js"
+import { Launcher } from "./Launcher.js"
 import * as Procfs from "./Procfs.js"
 import * as Shim from "./Shim.js"
 
@@ -84,14 +88,18 @@ interface ContainerRecord {
   shim?: ProcessId
   /** The session leader the shim launched (setsid); nsenter when isolated. */
   launcher?: ProcessId
-  /** The workload's main process: what signals go to. */
+  /** The workload's main process: what signals go to (found lazily when isolated). */
   main?: ProcessId
+  /** Launched through nsenter into its pod's namespaces (the launcher is then not the main process). */
+  isolated?: boolean
 }
 
 /** A container's live bookkeeping beside its record. */
 interface Live {
   rec: ContainerRecord
   writer: ContainerLogs.Writer | undefined
+  /** Watches the container's directory for the shim's `exit` file. */
+  watcher: FSWatcher | undefined
   starting: Promise<void> | undefined
   finalizing: Promise<void> | undefined
   exited: Promise<void>
@@ -127,12 +135,28 @@ const writeJson = (path: string, value: unknown) => {
   renameSync(tmp, path)
 }
 
+/** The same, off the event loop. */
+const writeAtomic = async (path: string, text: string) => {
+  const tmp = `${path}.${randomBytes(4).toString("hex")}.tmp`
+  await writeFile(tmp, text, { mode: 0o600 })
+  await rename(tmp, path)
+}
+
 const readText = (path: string): string | undefined => {
   try {
     return readFileSync(path, "utf8")
   } catch {
     return undefined
   }
+}
+
+/**
+ * The exit status the shim recorded, once complete: it writes "<code>\n" in one write, but the
+ * file exists (empty) a moment before, and a watcher can see it then.
+ */
+const exitCodeIn = (dir: string): number | undefined => {
+  const m = /^(\d+)\n$/.exec(readText(join(dir, "exit")) ?? "")
+  return m ? Number(m[1]) : undefined
 }
 
 const signalNumber = (name: string): number | undefined =>
@@ -176,11 +200,14 @@ export class ProcessDriver {
   private readonly bootId = Procfs.bootId()
   private poller: NodeJS.Timeout | undefined
   private closed = false
+  private readonly launcher: Launcher
+  private readonly saving = new Map<string, Promise<void>>()
 
   private constructor(private readonly options: Options) {
     const root = process.getuid?.() === 0
     this.tools = {
       sh: which("sh") ?? "/bin/sh",
+      env: which("env") ?? "/usr/bin/env",
       setsid: which("setsid") ?? "setsid",
       nsenter: which("nsenter"),
       unshare: which("unshare"),
@@ -189,6 +216,7 @@ export class ProcessDriver {
     this.isolated =
       options.isolation !== "none" && root && this.tools.nsenter !== undefined && this.tools.unshare !== undefined
     this.cg = options.cgroups === "none" ? Cgroups.none : Cgroups.detect(options.dataDir)
+    this.launcher = new Launcher(this.tools.sh)
     this.rotation = options.logRotation ?? { maxBytes: 10 * 1024 * 1024, maxFiles: 2 }
     this.info = {
       name: "koder-fleet-box",
@@ -245,9 +273,12 @@ export class ProcessDriver {
   close(): void {
     this.closed = true
     if (this.poller) clearInterval(this.poller)
+    this.launcher.close()
     for (const c of this.containers.values()) {
       c.writer?.close()
       c.writer = undefined
+      c.watcher?.close()
+      c.watcher = undefined
     }
     // Pods' cgroups stay while they have processes; an empty base is not left behind.
     this.cg.release()
@@ -286,10 +317,11 @@ export class ProcessDriver {
       if (rec.bootId !== this.bootId) {
         // The host rebooted: nothing of it survives, and its exit status is gone with it.
         rec.status = this.lost(rec, "the host restarted")
-        this.save(rec)
+        void this.save(rec)
         live.markExited()
         continue
       }
+      if (rec.isolated === undefined) rec.isolated = this.sandboxes.get(rec.spec.sandboxId)?.holder !== undefined
       if (rec.shim === undefined) {
         // The box stopped between recording the start and recording the shim: the shim writes
         // its own pid, so find it there.
@@ -313,6 +345,7 @@ export class ProcessDriver {
     const live: Live = {
       rec,
       writer: undefined,
+      watcher: undefined,
       starting: undefined,
       finalizing: undefined,
       exited,
@@ -323,8 +356,23 @@ export class ProcessDriver {
     return live
   }
 
-  private save(rec: ContainerRecord) {
-    if (existsSync(this.containerDir(rec.id))) writeJson(join(this.containerDir(rec.id), "state.json"), rec)
+  /**
+   * Persist a container's record. Written off the event loop (the thread pool), one write at a
+   * time per container, each with the record as it was when `save` was called, so writes land
+   * in order; callers await it where the record must be on disk before they go on.
+   */
+  private save(rec: ContainerRecord): Promise<void> {
+    const text = JSON.stringify(rec)
+    const path = join(this.containerDir(rec.id), "state.json")
+    const next = (this.saving.get(rec.id) ?? Promise.resolve())
+      .then(() => writeAtomic(path, text))
+      // The container was removed meanwhile (its directory is gone): nothing to keep.
+      .catch(() => undefined)
+    this.saving.set(rec.id, next)
+    void next.then(() => {
+      if (this.saving.get(rec.id) === next) this.saving.delete(rec.id)
+    })
+    return next
   }
 
   private saveSandbox(rec: SandboxRecord) {
@@ -356,7 +404,8 @@ export class ProcessDriver {
     if (c.finalizing) return c.finalizing
     if (c.rec.status.state !== "running" || c.starting !== undefined) return Promise.resolve()
     const dir = this.containerDir(c.rec.id)
-    const done = existsSync(join(dir, "exit")) || c.rec.shim === undefined || !Procfs.isAlive(c.rec.shim.pid, c.rec.shim.startTime)
+    const done =
+      exitCodeIn(dir) !== undefined || c.rec.shim === undefined || !Procfs.isAlive(c.rec.shim.pid, c.rec.shim.startTime)
     if (!done) return Promise.resolve()
     c.finalizing = this.finalize(c).finally(() => (c.finalizing = undefined))
     return c.finalizing
@@ -368,10 +417,9 @@ export class ProcessDriver {
     const dir = this.containerDir(rec.id)
     const exitFile = join(dir, "exit")
     // The shim writes `exit` just before it ends: give a shim that is exiting a moment.
-    for (let i = 0; i < 50 && !existsSync(exitFile) && rec.shim && Procfs.isAlive(rec.shim.pid, rec.shim.startTime); i++)
+    for (let i = 0; i < 50 && exitCodeIn(dir) === undefined && rec.shim && Procfs.isAlive(rec.shim.pid, rec.shim.startTime); i++)
       await sleep(10)
-    const exitText = readText(exitFile)?.trim()
-    const code = exitText === undefined || exitText === "" ? undefined : Number(exitText)
+    const code = exitCodeIn(dir)
     // The main process is gone; whatever it left running goes with it (a container is its tree).
     await this.killTree(rec)
     if (c.writer) {
@@ -380,6 +428,8 @@ export class ProcessDriver {
       c.writer.close()
       c.writer = undefined
     }
+    c.watcher?.close()
+    c.watcher = undefined
     const startError = readText(join(dir, "start-error"))?.trim()
     const path = `${rec.spec.sandboxId}/${rec.id}`
     const oom = rec.cgroup && this.cg.oomKilled(path)
@@ -407,7 +457,7 @@ export class ProcessDriver {
       }
     }
     delete rec.main
-    this.save(rec)
+    await this.save(rec)
     if (rec.cgroup) this.cg.remove(path)
     c.markExited()
   }
@@ -420,19 +470,21 @@ export class ProcessDriver {
    * Killed first, the workload is reaped by nsenter, which then exits by itself.
    */
   private async killTree(rec: ContainerRecord): Promise<void> {
-    // Only an nsenter launcher (isolated: it is not the main process) needs sparing.
-    const spare = rec.launcher !== undefined && rec.main !== undefined && rec.launcher.pid !== rec.main.pid ? rec.launcher : undefined
+    const spare = rec.isolated === true ? rec.launcher : undefined
     const spared = (pid: number) => spare !== undefined && pid === spare.pid
     const path = `${rec.spec.sandboxId}/${rec.id}`
-    if (rec.cgroup) await this.cg.killAll(path, 5_000, spared)
     const root = rec.launcher?.pid ?? rec.main?.pid
-    if (root !== undefined) await killProcesses(() => Procfs.tree(root).filter((s) => s.pid !== rec.shim?.pid && !spared(s.pid)))
+    // With a cgroup, it holds every process of the container (they join it before they exec):
+    // no need to scan /proc. Without, the session and the descendants of the launcher.
+    const others = () =>
+      rec.cgroup ? this.cg.killAll(path, 5_000, spared) : killProcesses(() => (root === undefined ? [] : Procfs.tree(root).filter((s) => s.pid !== rec.shim?.pid && !spared(s.pid))))
+    await others()
     if (spare !== undefined) {
       for (let i = 0; i < 100 && Procfs.isAlive(spare.pid, spare.startTime); i++) await sleep(5)
       kill(spare, "SIGKILL")
+      if (rec.cgroup) await this.cg.killAll(path)
+      else if (root !== undefined) await killProcesses(() => Procfs.tree(root).filter((s) => s.pid !== rec.shim?.pid))
     }
-    if (rec.cgroup) await this.cg.killAll(path)
-    if (root !== undefined) await killProcesses(() => Procfs.tree(root).filter((s) => s.pid !== rec.shim?.pid))
   }
 
   /** Wait up to `ms` for a running container to exit, checking rather than trusting events. */
@@ -447,13 +499,27 @@ export class ProcessDriver {
     }
   }
 
+  /**
+   * Follow a running container: read its output, and watch for its `exit` file (the shim is
+   * not the box's child, so no exit event comes; the FIFOs' end of file does not always either).
+   */
   private attachLogs(c: Live) {
     const dir = this.containerDir(c.rec.id)
+    try {
+      c.watcher = watch(dir, (_event, name) => {
+        if (name === "exit") void this.refresh(c)
+      })
+      c.watcher.on("error", () => undefined)
+    } catch {
+      // the 1 s poll remains
+    }
     if (!existsSync(join(dir, "stdout.fifo")) || !existsSync(join(dir, "stderr.fifo"))) return
     const writer = new ContainerLogs.Writer(dir, this.rotation)
     c.writer = writer
     // Both FIFOs at end of file: the shim (and everything holding them) has ended.
     void writer.attach().then(() => this.refresh(c))
+    // It may have ended before the watch began.
+    if (existsSync(join(dir, "exit"))) void this.refresh(c)
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -478,7 +544,7 @@ export class ProcessDriver {
     this.sandboxes.set(rec.id, rec)
     try {
       if (this.cg.version !== "none") this.cg.create(rec.id, spec.resources)
-      if (this.isolated) rec.holder = await this.startHolder((spec.hostname ?? spec.name).slice(0, 63))
+      if (this.isolated) rec.holder = await this.startHolder(rec.id, (spec.hostname ?? spec.name).slice(0, 63))
       this.saveSandbox(rec)
     } catch (e) {
       this.sandboxes.delete(rec.id)
@@ -489,20 +555,17 @@ export class ProcessDriver {
     return this.sandboxOf(rec)
   }
 
-  private async startHolder(hostname: string): Promise<NonNullable<SandboxRecord["holder"]>> {
-    const child = spawn(this.tools.unshare!, Shim.holderArgv(this.tools, hostname), {
-      detached: true,
-      stdio: "ignore",
-      cwd: "/"
-    })
-    await spawned(child)
-    child.unref()
-    const unshare = processId(child.pid)
-    for (let i = 0; i < 500 && unshare !== undefined; i++) {
+  private async startHolder(id: string, hostname: string): Promise<NonNullable<SandboxRecord["holder"]>> {
+    const file = join(this.dataDir, "sandboxes", `${id}.launch`)
+    writeFileSync(file, Shim.holderFile(this.tools, hostname), { mode: 0o600 })
+    const answer = await this.launcher.run(file)
+    rmSync(file, { force: true })
+    const unshare = processId(Number(answer?.[0]))
+    for (let i = 0; i < 1000 && unshare !== undefined; i++) {
       const [pid] = Procfs.children(unshare.pid)
       const holder = processId(pid)
       if (holder !== undefined) return { unshare, pid: holder.pid, startTime: holder.startTime }
-      await sleep(2)
+      await sleep(i < 20 ? 1 : 5)
     }
     throw new Runtime.Unavailable({ message: "sandbox: the namespace holder did not start" })
   }
@@ -562,11 +625,14 @@ export class ProcessDriver {
     return c
   }
 
-  createContainer(spec: Runtime.ContainerSpec): Runtime.Container {
+  async createContainer(spec: Runtime.ContainerSpec): Promise<Runtime.Container> {
     if (!this.sandboxes.has(spec.sandboxId)) throw notFound("sandbox", spec.sandboxId)
     if (spec.command.length === 0) throw invalid("command: required (the process driver runs host commands)")
-    for (const k of Object.keys(spec.env ?? {}))
-      if (k === "" || k.includes("=") || k.includes("\0")) throw invalid(`env: invalid variable name ${JSON.stringify(k)}`)
+    for (const [k, v] of Object.entries(spec.env ?? {}))
+      if (k === "" || k.includes("=") || k.includes("\0") || v.includes("\0"))
+        throw invalid(`env: invalid variable ${JSON.stringify(k)} (no "=" in names, no NUL anywhere)`)
+    for (const a of [...spec.command, ...(spec.args ?? []), spec.workingDir ?? ""])
+      if (a.includes("\0")) throw invalid("command, args, workingDir: no NUL characters")
     if (spec.user !== undefined && !this.info.capabilities.runAsUser)
       throw invalid("user: this box cannot switch users (capabilities.runAsUser is false)")
     if (spec.stopSignal !== undefined && signalOf(spec.stopSignal) === undefined)
@@ -588,13 +654,15 @@ export class ProcessDriver {
       status: { state: "created" },
       cgroup: false
     }
-    mkdirSync(this.containerDir(rec.id), { recursive: true, mode: 0o700 })
-    this.save(rec)
+    // Claimed before the first await, so a concurrent create of the same attempt sees it.
     this.track(rec)
+    await mkdir(this.containerDir(rec.id), { recursive: true, mode: 0o700 })
+    await this.save(rec)
     return this.view(rec)
   }
 
   private view(rec: ContainerRecord): Runtime.Container {
+    this.findMain(rec)
     return { id: rec.id, spec: rec.spec, status: rec.status, createdAt: rec.createdAt }
   }
 
@@ -604,6 +672,8 @@ export class ProcessDriver {
       throw invalid(`container ${id} is ${c.starting ? "starting" : c.rec.status.state}; a container runs once`)
     c.starting = this.launch(c).finally(() => (c.starting = undefined))
     await c.starting
+    // Isolated, the main process is nsenter's child, a moment behind: report it with the start.
+    if (c.rec.isolated === true) await this.mainOf(c.rec, 500)
     await this.refresh(c)
     return this.view(c.rec)
   }
@@ -627,52 +697,56 @@ export class ProcessDriver {
     const env: Record<string, string> = { PATH: defaultPath, ...spec.env }
     if (rec.cgroup) env.FLEET_SHIM_CGROUPS = this.cg.procsFiles(path).join(" ")
     const ctx: Shim.Context = { holderPid: sb.holder?.pid, user: spec.user }
-    const argv = Shim.shimArgv(this.tools, ctx, dir, spec.workingDir ?? "", [...spec.command, ...(spec.args ?? [])])
-    // Recorded before the spawn: a box that dies right here finds the shim through its pid file.
+    const file = join(dir, "launch")
+    await writeFile(
+      file,
+      Shim.launchFile(this.tools, ctx, dir, spec.workingDir ?? "", [...spec.command, ...(spec.args ?? [])], env),
+      { mode: 0o600 }
+    )
+    // Recorded before the launch: a box that dies right here finds the shim through its pid file.
     rec.status = { state: "running", startedAt: now() }
-    this.save(rec)
-    const child = spawn(this.tools.sh, argv, { detached: true, stdio: "ignore", env, cwd: "/" })
-    try {
-      await spawned(child)
-    } catch (e) {
-      rec.status = { state: "exited", exitCode: 128, reason: "StartError", message: String(e), finishedAt: now() }
-      this.save(rec)
-      c.markExited()
-      return
-    }
-    child.unref()
-    child.once("exit", () => void this.refresh(c))
-    const shim = processId(child.pid)
+    void this.save(rec)
+    const answer = await this.launcher.run(file)
+    // The launch file holds the environment (secrets): it is not kept.
+    void rm(file, { force: true }).catch(() => undefined)
+    const shim = processId(Number(answer?.[0]))
     if (shim) rec.shim = shim
-    // The shim writes "<its pid> <launched pid>" once the workload is launched.
-    let launched: number | undefined
-    for (let i = 0; i < 5000; i++) {
-      const text = readText(join(dir, "pid"))
-      if (text?.endsWith("\n")) {
-        launched = Number(text.trim().split(" ")[1])
-        break
-      }
-      if (child.exitCode !== null || child.signalCode !== null) break
-      await sleep(i < 50 ? 1 : 5)
-    }
-    if (launched !== undefined) {
+    const launched = Number(answer?.[1])
+    if (Number.isInteger(launched) && launched > 0) {
       const launcher = processId(launched)
       if (launcher) rec.launcher = launcher
-      // Isolated, the launcher is nsenter and the workload its child (joining a pid namespace
-      // takes a fork); it appears a moment after nsenter starts.
-      let main = launcher
-      if (sb.holder !== undefined && launcher !== undefined) {
-        main = undefined
-        for (let i = 0; i < 1000 && main === undefined && Procfs.isAlive(launcher.pid, launcher.startTime); i++) {
-          main = processId(Procfs.children(launcher.pid)[0])
-          if (main === undefined) await sleep(i < 50 ? 1 : 5)
-        }
-      }
-      if (main) rec.main = main
-      rec.status = { state: "running", ...(main ? { pid: main.pid } : {}), startedAt: rec.status.startedAt! }
-      this.save(rec)
-      this.attachLogs(c)
+      rec.isolated = sb.holder !== undefined
+      if (!rec.isolated && launcher) rec.main = launcher
+      rec.status = { state: "running", ...(rec.main ? { pid: rec.main.pid } : {}), startedAt: rec.status.startedAt! }
     }
+    void this.save(rec)
+    this.attachLogs(c)
+  }
+
+  /**
+   * The workload's main process. Isolated, it is nsenter's child, which appears a moment after
+   * the launch: looked up when first needed (waiting up to `waitMs`), not on the start's path.
+   */
+  private async mainOf(rec: ContainerRecord, waitMs = 0): Promise<ProcessId | undefined> {
+    const end = Date.now() + waitMs
+    for (;;) {
+      const main = this.findMain(rec)
+      if (main !== undefined || Date.now() >= end) return main
+      await sleep(2)
+    }
+  }
+
+  private findMain(rec: ContainerRecord): ProcessId | undefined {
+    if (rec.main !== undefined || rec.status.state !== "running") return rec.main
+    const launcher = rec.launcher
+    if (launcher === undefined || !Procfs.isAlive(launcher.pid, launcher.startTime)) return undefined
+    const main = processId(Procfs.children(launcher.pid)[0])
+    if (main !== undefined) {
+      rec.main = main
+      rec.status = { ...rec.status, pid: main.pid }
+      void this.save(rec)
+    }
+    return main
   }
 
   async stopContainer(id: string, gracePeriodMs: number): Promise<Runtime.Container> {
@@ -682,13 +756,13 @@ export class ProcessDriver {
     if (c.rec.status.state === "created") {
       // Never started: stopping it just closes its life (as the CRI does).
       c.rec.status = { state: "exited", exitCode: 0, reason: "Completed", finishedAt: now() }
-      this.save(c.rec)
+      await this.save(c.rec)
       c.markExited()
     }
     if (c.rec.status.state === "running") {
       if (gracePeriodMs > 0) {
         const signal = (signalOf(c.rec.spec.stopSignal ?? "SIGTERM") ?? "SIGTERM") as NodeJS.Signals
-        kill(c.rec.main ?? c.rec.launcher, signal)
+        kill((await this.mainOf(c.rec, 1000)) ?? c.rec.launcher, signal)
       }
       if (!(await this.waitExit(c, Math.max(0, gracePeriodMs)))) {
         await this.killTree(c.rec)
@@ -698,12 +772,12 @@ export class ProcessDriver {
     return this.view(c.rec)
   }
 
-  signalContainer(id: string, signal: string): void {
+  async signalContainer(id: string, signal: string): Promise<void> {
     const c = this.live(id)
     const name = signalOf(signal)
     if (name === undefined) throw invalid(`unknown signal ${signal}`)
-    if (c.rec.status.state !== "running" || !kill(c.rec.main ?? c.rec.launcher, name as NodeJS.Signals))
-      throw invalid(`container ${id} is not running`)
+    const main = c.rec.status.state === "running" ? await this.mainOf(c.rec, 1000) : undefined
+    if (main === undefined || !kill(main, name as NodeJS.Signals)) throw invalid(`container ${id} is not running`)
   }
 
   async execContainer(id: string, request: Runtime.ExecRequest): Promise<Runtime.ExecResult> {
@@ -959,7 +1033,7 @@ export const toRuntime = (d: ProcessDriver): Runtime.RuntimeService => ({
     remove: (id) => call(() => d.removeSandbox(id))
   },
   containers: {
-    create: (spec) => call(() => d.createContainer(spec).id),
+    create: (spec) => call(() => d.createContainer(spec).then((c) => c.id)),
     start: (id) => call(() => d.startContainer(id).then(() => undefined)),
     stop: (id, { gracePeriodMs }) => call(() => d.stopContainer(id, gracePeriodMs).then((c) => c.status)),
     signal: (id, signal) => call(() => d.signalContainer(id, signal)),

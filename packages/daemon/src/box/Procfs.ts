@@ -79,8 +79,15 @@ export const isAlive = (pid: number, startTime?: number): boolean => {
   return startTime === undefined || s.startTime === startTime
 }
 
-/** Every live process's stat. */
-export const all = (): Array<Stat> => {
+let snapshot: { readonly at: number; readonly stats: Array<Stat> } | undefined
+
+/**
+ * Every live process's stat. A scan reads every /proc/<pid>/stat, so scans within a few
+ * milliseconds of each other (many containers being killed at once) share one.
+ */
+export const all = (maxAgeMs = 5): Array<Stat> => {
+  const now = Date.now()
+  if (snapshot !== undefined && now - snapshot.at <= maxAgeMs) return snapshot.stats
   const out: Array<Stat> = []
   for (const name of readdirSync("/proc")) {
     const c = name.charCodeAt(0)
@@ -88,6 +95,7 @@ export const all = (): Array<Stat> => {
     const s = stat(Number(name))
     if (s !== undefined) out.push(s)
   }
+  snapshot = { at: now, stats: out }
   return out
 }
 

@@ -4,7 +4,8 @@
  * runs, so rewriting one under a running shim (a box upgrade) would corrupt it.
  *
  * Per container, one process outlives the box: the **shim** (`sh`, ~0.5 MB), a session leader
- * of its own, detached from the box. It
+ * of its own, started through the Launcher from a launch file that sets the container's
+ * environment, so it is neither the box's child nor in its session. It
  *   1. makes the container's stdout/stderr FIFOs and holds them open read-write, so the
  *      workload never gets EPIPE while the box is away (output waits in the pipe; see README),
  *   2. starts the workload in a subshell that first joins the container's cgroups (so nothing
@@ -12,15 +13,18 @@
  *        setsid → [nsenter into the pod's namespaces] → [setpriv to the user] → sh stage2 → argv
  *      `setsid` and `setpriv` exec in place; nsenter stays as the workload's parent (joining a
  *      pid namespace needs a fork) and mirrors its exit status,
- *   3. writes `pid` ("<shim pid> <launched pid>") and, when the workload ends, `exit` (the
- *      shell's `$?`: the code, or 128 + the signal number).
+ *   3. writes `pid` ("<shim pid> <launched pid>"), says the same on its stdout (a pipe the box
+ *      reads, so a start waits on an event, not a poll; SIGPIPE ignored, in case the box is
+ *      gone by then), and, when the workload ends, `exit` (the shell's `$?`: the code, or 128 +
+ *      the signal number).
  * Stage 2 runs last, inside the namespaces and as the container's user: it enters the working
  * directory and checks the command exists, reporting failure on fd 5 (`start-error`) so that a
  * wrong command is a `StartError`, not an ordinary exit 127.
  */
+import { quote } from "./Launcher.js"
 
-/** The shim: `sh -c SHIM shim DIR LAUNCH...`; env: the container's, plus FLEET_SHIM_CGROUPS. */
-export const shimScript = `d=$1; shift
+/** The shim: `sh -c SHIM shim DIR TOKEN LAUNCH...`; env: the container's, plus FLEET_SHIM_CGROUPS. */
+export const shimScript = `d=$1; token=$2; shift 2
 mkfifo "$d/stdout.fifo" "$d/stderr.fifo" || exit 120
 exec 3<>"$d/stdout.fifo" 4<>"$d/stderr.fifo" 5>"$d/start-error"
 (
@@ -32,6 +36,9 @@ exec 3<>"$d/stdout.fifo" 4<>"$d/stderr.fifo" 5>"$d/start-error"
 pid=$!
 exec 5>&-
 echo "$$ $pid" >"$d/pid"
+trap '' PIPE
+echo "$token $$ $pid"
+exec >/dev/null
 wait "$pid"
 echo "$?" >"$d/exit"
 `
@@ -66,6 +73,7 @@ while :; do sleep 2147483647 & wait; done
 /** Absolute paths of the tools the chains use, resolved once at box start. */
 export interface Tools {
   readonly sh: string
+  readonly env: string
   readonly setsid: string
   readonly nsenter: string | undefined
   readonly unshare: string | undefined
@@ -98,14 +106,43 @@ const inside = (tools: Tools, ctx: Context, failCode: number, workingDir: string
   return out
 }
 
-/** argv of a container's shim. Kubernetes reports a container that cannot start with code 128. */
-export const shimArgv = (
+/** A valid sh variable name: exported by the launch file; anything else goes through `env`. */
+const shellName = /^[A-Za-z_][A-Za-z0-9_]*$/
+
+/**
+ * The launch file of a container: run by the Launcher as `sh FILE TOKEN`, it sets the
+ * container's environment (and nothing else) and becomes the shim, detached (`setsid`).
+ * Kubernetes reports a container that cannot start with exit code 128.
+ */
+export const launchFile = (
   tools: Tools,
   ctx: Context,
   dir: string,
   workingDir: string,
-  argv: ReadonlyArray<string>
-): Array<string> => ["-c", shimScript, "shim", dir, tools.setsid, ...inside(tools, ctx, 128, workingDir, argv)]
+  argv: ReadonlyArray<string>,
+  env: Readonly<Record<string, string>>
+): string => {
+  const lines = ["unset PWD"]
+  const odd: Array<string> = []
+  for (const [k, v] of Object.entries(env)) {
+    if (shellName.test(k)) lines.push(`export ${k}=${quote(v)}`)
+    else odd.push(quote(`${k}=${v}`))
+  }
+  const chain = [tools.setsid, tools.sh, "-c", shimScript, "shim", dir].map(quote)
+  const inner = [tools.setsid, ...inside(tools, ctx, 128, workingDir, argv)].map(quote)
+  const envPrefix = odd.length === 0 ? "" : `${quote(tools.env)} ${odd.join(" ")} `
+  lines.push(`exec ${envPrefix}${chain.join(" ")} "$1" ${inner.join(" ")}`)
+  return `${lines.join("\n")}\n`
+}
+
+/** The launch file of a pod holder: answers "TOKEN <pid>", then becomes `setsid unshare ...`. */
+export const holderFile = (tools: Tools, hostname: string): string =>
+  [
+    "read -r self _ </proc/self/stat",
+    'echo "$1 $self"',
+    `exec ${[tools.setsid, tools.unshare ?? "unshare", ...holderArgv(tools, hostname)].map(quote).join(" ")} </dev/null >/dev/null 2>&1`,
+    ""
+  ].join("\n")
 
 /** argv of an exec (run by `sh`, detached, so a timeout can kill its whole session). */
 export const execArgv = (

@@ -80,7 +80,7 @@ describe("koder-fleet box limits (root, cgroups)", () => {
     const mark = marker("forks")
     const id = await run(
       "forks",
-      "i=0; while [ $i -lt 20 ]; do sh -c 'sleep 1000' $0-child & echo spawned; i=$((i+1)); done; echo forked; sleep 1000",
+      "i=0; while [ $i -lt 20 ]; do sh -c 'exec sleep 1000' $0-child & echo spawned; i=$((i+1)); done; echo forked; sleep 1000",
       mark,
       { pids: 5 }
     )

@@ -1,0 +1,84 @@
+/**
+ * The launcher: a small `sh` the box keeps as a child to start the processes that must outlive
+ * it (container shims, pod holders). Node's `spawn` forks the whole box, which costs a few to tens
+ * of milliseconds under load and serialises every start on the event loop; forking from a ~1 MB
+ * shell costs a fraction of a millisecond. The box writes "<token> <script file>" lines; the
+ * launcher double-forks `sh <file> <token>` (so the started process is nobody's child and never
+ * waits as a zombie for a launcher that has no reason to reap it), and the started script answers
+ * "<token> <fields...>" on the launcher's stdout, a pipe to the box.
+ *
+ * If the box dies, the launcher reads end of file and exits; what it started lives on.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import { createInterface } from "node:readline"
+
+/** The launcher's loop. `$1`: the absolute path of sh. */
+export const launcherScript = `sh=$1
+while read -r token file; do
+  ("$sh" "$file" "$token" </dev/null 2>/dev/null &)
+done
+`
+
+/** Quote a string for sh, whatever it holds (but NUL, which argv and env cannot hold). */
+export const quote = (s: string): string => `'${s.replaceAll("'", `'\\''`)}'`
+
+/** Starts scripts through a resident shell. */
+export class Launcher {
+  private child: ChildProcess | undefined
+  private readonly pending = new Map<string, (fields: Array<string>) => void>()
+
+  constructor(private readonly sh: string) {}
+
+  private ensure(): ChildProcess {
+    if (this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null) return this.child
+    const child = spawn(this.sh, ["-c", launcherScript, "launcher", this.sh], {
+      stdio: ["pipe", "pipe", "ignore"],
+      // The started scripts set their whole environment themselves.
+      env: {},
+      cwd: "/"
+    })
+    child.stdin!.on("error", () => undefined)
+    createInterface({ input: child.stdout! }).on("line", (line) => {
+      const [token, ...fields] = line.split(" ")
+      const resolve = token === undefined ? undefined : this.pending.get(token)
+      if (resolve) {
+        this.pending.delete(token!)
+        resolve(fields)
+      }
+    })
+    child.once("exit", () => {
+      if (this.child === child) this.child = undefined
+    })
+    // It must not keep the box alive on its own.
+    child.unref()
+    ;(child.stdout as unknown as { unref?: () => void }).unref?.()
+    this.child = child
+    return child
+  }
+
+  /**
+   * Run `sh file token` detached; resolve with the fields it answered, or `undefined` when it
+   * did not answer within `timeoutMs` (it failed before answering).
+   */
+  run(file: string, timeoutMs = 10_000): Promise<Array<string> | undefined> {
+    const token = randomBytes(8).toString("hex")
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(token)
+        resolve(undefined)
+      }, timeoutMs)
+      this.pending.set(token, (fields) => {
+        clearTimeout(timer)
+        resolve(fields)
+      })
+      this.ensure().stdin!.write(`${token} ${file}\n`)
+    })
+  }
+
+  /** Stop the launcher (what it started keeps running). */
+  close(): void {
+    this.child?.stdin?.end()
+    this.child = undefined
+  }
+}
