@@ -90,7 +90,7 @@ interface ContainerRecord {
   launcher?: ProcessId
   /** The workload's main process: what signals go to (found lazily when isolated). */
   main?: ProcessId
-  /** Launched through nsenter into its pod's namespaces (the launcher is then not the main process). */
+  /** Launched through nsenter (the launcher is then not the main process but its parent). */
   isolated?: boolean
 }
 
@@ -105,6 +105,8 @@ interface Live {
   exited: Promise<void>
   markExited: () => void
   lastCpu: { readonly nanos: number; readonly at: number } | undefined
+  /** The box itself SIGKILLed the container: a 137 is then not the OOM killer's. */
+  killedByBox: boolean
 }
 
 const now = () => new Date().toISOString()
@@ -117,7 +119,8 @@ const invalid = (message: string) => new Runtime.Invalid({ message })
 
 /** Resolve a tool on the box's PATH once, to an absolute path (the shim must not depend on PATH). */
 const which = (name: string): string | undefined => {
-  for (const dir of (process.env.PATH ?? defaultPath).split(":")) {
+  for (const dir of [...(process.env.PATH ?? "").split(":"), ...defaultPath.split(":")]) {
+    if (dir === "") continue
     const p = join(dir, name)
     try {
       if (statSync(p).isFile()) return p
@@ -208,6 +211,7 @@ export class ProcessDriver {
     this.tools = {
       sh: which("sh") ?? "/bin/sh",
       env: which("env") ?? "/usr/bin/env",
+      mkfifo: which("mkfifo") ?? "/usr/bin/mkfifo",
       setsid: which("setsid") ?? "setsid",
       nsenter: which("nsenter"),
       unshare: which("unshare"),
@@ -350,7 +354,8 @@ export class ProcessDriver {
       finalizing: undefined,
       exited,
       markExited,
-      lastCpu: undefined
+      lastCpu: undefined,
+      killedByBox: false
     }
     this.containers.set(rec.id, live)
     return live
@@ -432,7 +437,8 @@ export class ProcessDriver {
     c.watcher = undefined
     const startError = readText(join(dir, "start-error"))?.trim()
     const path = `${rec.spec.sandboxId}/${rec.id}`
-    const oom = rec.cgroup && this.cg.oomKilled(path)
+    // The OOM killer's SIGKILL, not the box's (stop, remove, or a SIGKILL asked through `signal`).
+    const oom = rec.cgroup && !c.killedByBox && this.cg.oomKilled(path)
     let finishedAt = now()
     try {
       finishedAt = statSync(exitFile).mtime.toISOString()
@@ -697,12 +703,9 @@ export class ProcessDriver {
     const env: Record<string, string> = { PATH: defaultPath, ...spec.env }
     if (rec.cgroup) env.FLEET_SHIM_CGROUPS = this.cg.procsFiles(path).join(" ")
     const ctx: Shim.Context = { holderPid: sb.holder?.pid, user: spec.user }
+    const chain = Shim.processChain(this.tools, ctx, spec.workingDir ?? "", [...spec.command, ...(spec.args ?? [])])
     const file = join(dir, "launch")
-    await writeFile(
-      file,
-      Shim.launchFile(this.tools, ctx, dir, spec.workingDir ?? "", [...spec.command, ...(spec.args ?? [])], env),
-      { mode: 0o600 }
-    )
+    await writeFile(file, Shim.launchFile(this.tools, dir, chain, env), { mode: 0o600 })
     // Recorded before the launch: a box that dies right here finds the shim through its pid file.
     rec.status = { state: "running", startedAt: now() }
     void this.save(rec)
@@ -765,6 +768,7 @@ export class ProcessDriver {
         kill((await this.mainOf(c.rec, 1000)) ?? c.rec.launcher, signal)
       }
       if (!(await this.waitExit(c, Math.max(0, gracePeriodMs)))) {
+        c.killedByBox = true
         await this.killTree(c.rec)
         if (!(await this.waitExit(c, 10_000))) throw new Runtime.Unavailable({ message: `container ${id} did not die` })
       }
@@ -777,6 +781,7 @@ export class ProcessDriver {
     const name = signalOf(signal)
     if (name === undefined) throw invalid(`unknown signal ${signal}`)
     const main = c.rec.status.state === "running" ? await this.mainOf(c.rec, 1000) : undefined
+    if (name === "SIGKILL") c.killedByBox = true
     if (main === undefined || !kill(main, name as NodeJS.Signals)) throw invalid(`container ${id} is not running`)
   }
 
@@ -789,8 +794,12 @@ export class ProcessDriver {
     const env: Record<string, string> = { PATH: defaultPath, ...rec.spec.env, ...request.env }
     if (rec.cgroup) env.FLEET_SHIM_CGROUPS = this.cg.procsFiles(`${rec.spec.sandboxId}/${rec.id}`).join(" ")
     const ctx: Shim.Context = { holderPid: sb?.holder?.pid, user: rec.spec.user }
-    const argv = Shim.execArgv(this.tools, ctx, request.workingDir ?? rec.spec.workingDir ?? "", request.command)
-    const child = spawn(this.tools.sh, argv, { detached: true, env, cwd: "/", stdio: ["pipe", "pipe", "pipe"] })
+    const child = spawn(this.tools.sh, Shim.execArgv(this.tools, ctx, request.workingDir ?? rec.spec.workingDir ?? "", request.command), {
+      detached: true,
+      env,
+      cwd: "/",
+      stdio: ["pipe", "pipe", "pipe"]
+    })
     await spawned(child).catch((e) => {
       throw new Runtime.Unavailable({ message: `exec: ${String(e)}` })
     })
@@ -835,10 +844,12 @@ export class ProcessDriver {
     if (c === undefined) return
     if (c.starting) await c.starting.catch(() => undefined)
     if (c.rec.status.state === "running") {
+      c.killedByBox = true
       await this.killTree(c.rec)
       await this.waitExit(c, 10_000)
     }
     c.writer?.close()
+    c.watcher?.close()
     this.containers.delete(id)
     if (c.rec.cgroup) this.cg.remove(`${c.rec.spec.sandboxId}/${id}`)
     rmSync(this.containerDir(id), { recursive: true, force: true })

@@ -3,7 +3,7 @@
  * They are passed inline (`sh -c SCRIPT`), never as files: a shell reads a script file as it
  * runs, so rewriting one under a running shim (a box upgrade) would corrupt it.
  *
- * Per container, one process outlives the box: the **shim** (`sh`, ~0.5 MB), a session leader
+ * Per container, one process outlives the box: the **shim** (`sh`, ~1.7 MB resident), a session leader
  * of its own, started through the Launcher from a launch file that sets the container's
  * environment, so it is neither the box's child nor in its session. It
  *   1. makes the container's stdout/stderr FIFOs and holds them open read-write, so the
@@ -23,9 +23,12 @@
  */
 import { quote } from "./Launcher.js"
 
-/** The shim: `sh -c SHIM shim DIR TOKEN LAUNCH...`; env: the container's, plus FLEET_SHIM_CGROUPS. */
-export const shimScript = `d=$1; token=$2; shift 2
-mkfifo "$d/stdout.fifo" "$d/stderr.fifo" || exit 120
+/**
+ * The shim: `sh -c SHIM shim DIR TOKEN MKFIFO LAUNCH...`; env: the container's (process driver)
+ * plus FLEET_SHIM_CGROUPS. Tools are absolute paths: the container's PATH may not have them.
+ */
+export const shimScript = `d=$1; token=$2; mk=$3; shift 3
+"$mk" "$d/stdout.fifo" "$d/stderr.fifo" || exit 120
 exec 3<>"$d/stdout.fifo" 4<>"$d/stderr.fifo" 5>"$d/start-error"
 (
   read -r self _ </proc/self/stat
@@ -74,6 +77,7 @@ while :; do sleep 2147483647 & wait; done
 export interface Tools {
   readonly sh: string
   readonly env: string
+  readonly mkfifo: string
   readonly setsid: string
   readonly nsenter: string | undefined
   readonly unshare: string | undefined
@@ -109,17 +113,22 @@ const inside = (tools: Tools, ctx: Context, failCode: number, workingDir: string
 /** A valid sh variable name: exported by the launch file; anything else goes through `env`. */
 const shellName = /^[A-Za-z_][A-Za-z0-9_]*$/
 
+/** The process driver's chain after the shim: setsid, [nsenter], [setpriv], stage 2, argv. */
+export const processChain = (tools: Tools, ctx: Context, workingDir: string, argv: ReadonlyArray<string>): Array<string> => [
+  tools.setsid,
+  ...inside(tools, ctx, 128, workingDir, argv)
+]
+
 /**
  * The launch file of a container: run by the Launcher as `sh FILE TOKEN`, it sets the
- * container's environment (and nothing else) and becomes the shim, detached (`setsid`).
- * Kubernetes reports a container that cannot start with exit code 128.
+ * environment (the container's, for the process driver) and nothing else, and becomes the shim,
+ * detached (`setsid`), which runs `chain`. Kubernetes reports a container that cannot start
+ * with exit code 128.
  */
 export const launchFile = (
   tools: Tools,
-  ctx: Context,
   dir: string,
-  workingDir: string,
-  argv: ReadonlyArray<string>,
+  chain: ReadonlyArray<string>,
   env: Readonly<Record<string, string>>
 ): string => {
   const lines = ["unset PWD"]
@@ -128,10 +137,9 @@ export const launchFile = (
     if (shellName.test(k)) lines.push(`export ${k}=${quote(v)}`)
     else odd.push(quote(`${k}=${v}`))
   }
-  const chain = [tools.setsid, tools.sh, "-c", shimScript, "shim", dir].map(quote)
-  const inner = [tools.setsid, ...inside(tools, ctx, 128, workingDir, argv)].map(quote)
+  const shim = [tools.setsid, tools.sh, "-c", shimScript, "shim", dir].map(quote)
   const envPrefix = odd.length === 0 ? "" : `${quote(tools.env)} ${odd.join(" ")} `
-  lines.push(`exec ${envPrefix}${chain.join(" ")} "$1" ${inner.join(" ")}`)
+  lines.push(`exec ${envPrefix}${shim.join(" ")} "$1" ${quote(tools.mkfifo)} ${chain.map(quote).join(" ")}`)
   return `${lines.join("\n")}\n`
 }
 

@@ -225,6 +225,21 @@ describe(`koder-fleet box (${mode})`, () => {
     expect(tail).toEqual(["line-2999-padding-padding-padding-padding\n", "end\n"])
   })
 
+  it("starts a container whose PATH has none of the host's tools (the shim uses absolute paths)", async () => {
+    const id = await c.run(
+      c.rt.containers.create({
+        sandboxId: sandbox.id,
+        name: "bare-path",
+        attempt: 0,
+        command: ["/bin/sh", "-c", "echo path=$PATH"],
+        env: { PATH: "/opt/nothing-here" }
+      })
+    )
+    await c.run(c.rt.containers.start(id))
+    expect(await exited(id)).toMatchObject({ exitCode: 0 })
+    await logged(id, "path=/opt/nothing-here")
+  })
+
   it("a command that cannot start is a StartError, not an ordinary exit", async () => {
     const id = await c.run(
       c.rt.containers.create({ sandboxId: sandbox.id, name: "missing", attempt: 0, command: ["no-such-command-kbox"] })
