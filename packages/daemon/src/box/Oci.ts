@@ -1,0 +1,185 @@
+/**
+ * The OCI runtime spec (runtime-spec 1.0, what `runc` reads from a bundle's `config.json`) for
+ * the box's runc driver: a pure function from a container's spec and its place (rootfs, pod
+ * namespaces, cgroup) to the JSON document. Defaults follow Docker's (capabilities, masked and
+ * read-only /proc and /sys paths, /dev), so images behave as they would there.
+ */
+import type { Runtime } from "@koder/fleet-core"
+
+/** The PATH a container gets when its env has none (Docker's default). */
+export const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+/** Docker's default capability set (what an unprivileged container's root keeps). */
+export const defaultCapabilities: ReadonlyArray<string> = [
+  "CAP_CHOWN",
+  "CAP_DAC_OVERRIDE",
+  "CAP_FSETID",
+  "CAP_FOWNER",
+  "CAP_MKNOD",
+  "CAP_NET_RAW",
+  "CAP_SETGID",
+  "CAP_SETUID",
+  "CAP_SETFCAP",
+  "CAP_SETPCAP",
+  "CAP_NET_BIND_SERVICE",
+  "CAP_SYS_CHROOT",
+  "CAP_KILL",
+  "CAP_AUDIT_WRITE"
+]
+
+const maskedPaths = [
+  "/proc/asound",
+  "/proc/acpi",
+  "/proc/kcore",
+  "/proc/keys",
+  "/proc/latency_stats",
+  "/proc/timer_list",
+  "/proc/timer_stats",
+  "/proc/sched_debug",
+  "/proc/scsi",
+  "/sys/firmware"
+]
+const readonlyPaths = ["/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"]
+
+/** An OCI `process` (also the `--process` file of `runc exec`). */
+export interface Process {
+  readonly terminal: false
+  readonly user: { readonly uid: number; readonly gid: number; readonly additionalGids?: ReadonlyArray<number> }
+  readonly args: ReadonlyArray<string>
+  readonly env: ReadonlyArray<string>
+  readonly cwd: string
+  readonly capabilities: Readonly<Record<"bounding" | "effective" | "permitted", ReadonlyArray<string>>>
+  readonly noNewPrivileges: boolean
+}
+
+/** An OCI mount. */
+export interface Mount {
+  readonly destination: string
+  readonly type: string
+  readonly source: string
+  readonly options?: ReadonlyArray<string>
+}
+
+/** The parts of the OCI runtime spec the driver writes. */
+export interface Spec {
+  readonly ociVersion: string
+  readonly process: Process
+  readonly root: { readonly path: string; readonly readonly: boolean }
+  readonly hostname?: string
+  readonly mounts: ReadonlyArray<Mount>
+  readonly linux: {
+    readonly cgroupsPath: string
+    readonly resources: Record<string, unknown>
+    readonly namespaces: ReadonlyArray<{ readonly type: string; readonly path?: string }>
+    readonly maskedPaths: ReadonlyArray<string>
+    readonly readonlyPaths: ReadonlyArray<string>
+  }
+}
+
+/** What a container's config is made of. */
+export interface Input {
+  readonly spec: Runtime.ContainerSpec
+  /** Absolute path of the container's (writable) root filesystem. */
+  readonly rootfs: string
+  /** The hostname, when the container gets a UTS namespace of its own (not joined). */
+  readonly hostname?: string
+  /** Namespaces to join instead of creating (`/proc/<pod holder>/ns/uts`...). */
+  readonly join?: { readonly uts?: string; readonly ipc?: string }
+  /** The cgroup, relative to runc's own (`kbox-<hash>/<sandbox>/<container>`). */
+  readonly cgroupsPath: string
+  /** Swap can be limited (v1 `memory.memsw.*` present, or v2): then swap is held at the memory limit. */
+  readonly swapLimit: boolean
+  /** Host files bind-mounted read-only at the same path when they exist (/etc/resolv.conf, /etc/hosts). */
+  readonly hostFiles?: ReadonlyArray<string>
+}
+
+/** `KEY=VALUE` list from a map, PATH defaulted. */
+export const envList = (env: Readonly<Record<string, string>> | undefined): Array<string> =>
+  Object.entries({ PATH: defaultPath, ...env }).map(([k, v]) => `${k}=${v}`)
+
+/** The OCI process for a command run as the container's user. */
+export const processSpec = (
+  args: ReadonlyArray<string>,
+  env: Readonly<Record<string, string>> | undefined,
+  cwd: string | undefined,
+  user: Runtime.User | undefined
+): Process => {
+  const uid = user?.uid ?? 0
+  return {
+    terminal: false,
+    user: {
+      uid,
+      // As the process driver does: without a group, the user's own id.
+      gid: user?.gid ?? uid,
+      ...(user?.supplementalGroups === undefined ? {} : { additionalGids: user.supplementalGroups })
+    },
+    args,
+    env: envList(env),
+    cwd: cwd === undefined || cwd === "" ? "/" : cwd,
+    capabilities: { bounding: defaultCapabilities, effective: defaultCapabilities, permitted: defaultCapabilities },
+    noNewPrivileges: false
+  }
+}
+
+/** `linux.resources` from a container's limits (runc's cgroup v1 terms; it maps them for v2). */
+export const resources = (r: Runtime.Resources | undefined, swapLimit: boolean): Record<string, unknown> => {
+  const out: Record<string, unknown> = { devices: [{ allow: false, access: "rwm" }] }
+  if (r?.memoryBytes !== undefined) {
+    const limit = Math.floor(r.memoryBytes)
+    // Swap at the memory limit: the limit is the limit, not a hint before swapping.
+    out.memory = swapLimit ? { limit, swap: limit } : { limit }
+  }
+  const cpu: Record<string, number> = {}
+  if (r?.cpuMillis !== undefined) {
+    cpu.period = 100_000
+    cpu.quota = Math.max(1000, Math.round(r.cpuMillis * 100))
+  }
+  if (r?.cpuRequestMillis !== undefined) cpu.shares = Math.max(2, Math.round((r.cpuRequestMillis * 1024) / 1000))
+  if (Object.keys(cpu).length > 0) out.cpu = cpu
+  if (r?.pids !== undefined) out.pids = { limit: r.pids }
+  return out
+}
+
+/** The bundle's `config.json` for a container. */
+export const config = (input: Input): Spec => {
+  const { spec } = input
+  const mounts: Array<Mount> = [
+    { destination: "/proc", type: "proc", source: "proc" },
+    { destination: "/dev", type: "tmpfs", source: "tmpfs", options: ["nosuid", "strictatime", "mode=755", "size=65536k"] },
+    {
+      destination: "/dev/pts",
+      type: "devpts",
+      source: "devpts",
+      options: ["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"]
+    },
+    { destination: "/dev/shm", type: "tmpfs", source: "shm", options: ["nosuid", "noexec", "nodev", "mode=1777", "size=65536k"] },
+    { destination: "/dev/mqueue", type: "mqueue", source: "mqueue", options: ["nosuid", "noexec", "nodev"] },
+    { destination: "/sys", type: "sysfs", source: "sysfs", options: ["nosuid", "noexec", "nodev", "ro"] },
+    { destination: "/sys/fs/cgroup", type: "cgroup", source: "cgroup", options: ["nosuid", "noexec", "nodev", "relatime", "ro"] }
+  ]
+  for (const f of input.hostFiles ?? []) mounts.push({ destination: f, type: "bind", source: f, options: ["rbind", "ro"] })
+  for (const m of spec.mounts ?? [])
+    mounts.push({ destination: m.containerPath, type: "bind", source: m.hostPath, options: ["rbind", m.readOnly === true ? "ro" : "rw"] })
+  const namespaces: Array<{ type: string; path?: string }> = [
+    { type: "pid" },
+    { type: "mount" },
+    input.join?.ipc === undefined ? { type: "ipc" } : { type: "ipc", path: input.join.ipc },
+    input.join?.uts === undefined ? { type: "uts" } : { type: "uts", path: input.join.uts }
+  ]
+  return {
+    ociVersion: "1.0.2",
+    process: processSpec([...spec.command, ...(spec.args ?? [])], spec.env, spec.workingDir, spec.user),
+    root: { path: input.rootfs, readonly: false },
+    // A joined UTS namespace already has the pod's hostname.
+    ...(input.join?.uts === undefined && input.hostname !== undefined ? { hostname: input.hostname } : {}),
+    mounts,
+    linux: {
+      cgroupsPath: input.cgroupsPath,
+      resources: resources(spec.resources, input.swapLimit),
+      // No network namespace: host networking (capabilities.podNetwork is false).
+      namespaces,
+      maskedPaths,
+      readonlyPaths
+    }
+  }
+}
