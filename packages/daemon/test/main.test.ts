@@ -29,11 +29,23 @@ describe("koder-fleet", () => {
     expect(r.stderr).toContain('unknown role "frobnicate"')
   })
 
-  it("says dev is not built yet and points to the server role", async () => {
-    const r = await koderFleet("dev")
+  it("says the hub is not built yet and points to dev", async () => {
+    const r = await koderFleet("hub")
     expect(r.code).toBe(0)
     expect(r.stdout).toContain("not built yet")
-    expect(r.stdout).toContain("koder-fleet server")
+    expect(r.stdout).toContain("koder-fleet dev")
+  })
+
+  it("documents the dev, agent and box flags", async () => {
+    for (const [role, flags] of [
+      ["dev", ["--data-dir", "--listen", "--node-name", "--reserved"]],
+      ["agent", ["--server", "--join-token", "--ca-hash", "--box-socket"]],
+      ["box", ["--socket", "--data-dir", "--driver"]]
+    ] as const) {
+      const help = await koderFleet(role, "--help")
+      expect(help.code, role).toBe(0)
+      for (const flag of flags) expect(help.stdout, `${role} ${flag}`).toContain(flag)
+    }
   })
 
   it("documents the server's flags and rejects unknown ones with exit code 2", async () => {

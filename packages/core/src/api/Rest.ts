@@ -522,8 +522,19 @@ export const remove = (q: Req, name: string) =>
     return result
   })
 
-/** The deletion of one object, shared by DELETE and delete-collection. */
+/**
+ * The deletion of one object, shared by DELETE and delete-collection. A write that lands between
+ * our read and our compare-and-swap (a controller updating status or scale) is not the client's
+ * conflict: the deletion is retried on a fresh read, as kube-apiserver's GuaranteedUpdate does.
+ * Failed preconditions are the client's and are answered at once.
+ */
 const deleteOne = (q: Req, name: string, options: Query.DeleteOptions) =>
+  Effect.retry(deleteOnce(q, name, options), {
+    times: 16,
+    while: (e: ApiError.ApiError) => e.status.reason === "Conflict" && !(e.status.message ?? "").includes("Precondition failed")
+  })
+
+const deleteOnce = (q: Req, name: string, options: Query.DeleteOptions) =>
   Effect.gen(function* () {
     const r = q.resource
     const { kv, object: old } = yield* current(q, name)

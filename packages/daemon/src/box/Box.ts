@@ -11,13 +11,14 @@ import { homedir } from "node:os"
 import { join, resolve } from "node:path"
 import { parseArgs } from "node:util"
 import * as KboxServer from "./KboxServer.js"
+import * as RuncDriver from "./RuncDriver.js"
 import { ProcessDriver, toRuntime } from "./ProcessDriver.js"
 
 /** What the box is configured with. */
 export interface Config {
   readonly socketPath: string
   readonly dataDir: string
-  readonly driver: "process"
+  readonly driver: "process" | "runc"
   readonly isolation: "auto" | "none"
   readonly cgroups: "auto" | "none"
   readonly logMaxBytes: number
@@ -29,7 +30,8 @@ export const usage = `usage: koder-fleet box [flags]
 
   --socket PATH            Unix socket to serve the kbox API on (default DIR/box.sock)
   --data-dir DIR           containers' state and logs (default ~/.koder-fleet/box, env FLEET_DATA_DIR/box)
-  --driver process         how containers run (default process: supervised host processes)
+  --driver process|runc    how containers run: process (default) supervises host processes; runc runs
+                           OCI containers from imported images (root and runc needed)
   --isolation auto|none    auto: Linux namespaces per pod when root (default); none: plain processes
   --cgroups auto|none      auto: cgroup limits and accounting when root (default); none: /proc only
   --log-max-size BYTES     rotate a container's log beyond this size (default 10485760)
@@ -61,8 +63,7 @@ export const parseFlags = (args: ReadonlyArray<string>): Config | string => {
     str("data-dir") ?? join(process.env.FLEET_DATA_DIR ?? join(homedir(), ".koder-fleet"), "box")
   )
   const driver = str("driver") ?? "process"
-  if (driver === "runc") return "--driver runc: not built yet (this build has the process driver)"
-  if (driver !== "process") return `--driver ${JSON.stringify(driver)}: expected process`
+  if (driver !== "process" && driver !== "runc") return `--driver ${JSON.stringify(driver)}: expected process or runc`
   const isolation = str("isolation") ?? "auto"
   if (isolation !== "auto" && isolation !== "none") return `--isolation ${JSON.stringify(isolation)}: expected auto or none`
   const cgroups = str("cgroups") ?? "auto"
@@ -99,13 +100,15 @@ export interface Box {
 
 /** Open the driver and serve it. */
 export const start = async (config: Config): Promise<Box> => {
-  const driver = ProcessDriver.open({
-    dataDir: config.dataDir,
-    isolation: config.isolation,
-    cgroups: config.cgroups,
-    logRotation: { maxBytes: config.logMaxBytes, maxFiles: config.logMaxFiles }
-  })
-  const runtime = toRuntime(driver)
+  const logRotation = { maxBytes: config.logMaxBytes, maxFiles: config.logMaxFiles }
+  const driver =
+    config.driver === "runc"
+      ? RuncDriver.open({ dataDir: config.dataDir, logRotation })
+      : (() => {
+          const d = ProcessDriver.open({ dataDir: config.dataDir, isolation: config.isolation, cgroups: config.cgroups, logRotation })
+          return { runtime: toRuntime(d), info: d.info, close: () => d.close() }
+        })()
+  const runtime = driver.runtime
   let server: KboxServer.Handle
   try {
     server = await KboxServer.serve(runtime, config.socketPath)
@@ -126,6 +129,8 @@ export const start = async (config: Config): Promise<Box> => {
 
 /** `koder-fleet box ...`: returns the process exit code. */
 export const main = async (args: ReadonlyArray<string>): Promise<number> => {
+  // `koder-fleet box image import FILE --name NAME:TAG`: the image store, without a running box.
+  if (args[0] === "image") return (await import("./Images.js")).cli(args.slice(1))
   if (args.includes("--help") || args.includes("-h")) {
     console.log(usage)
     return 0
