@@ -15,7 +15,7 @@ import { fileURLToPath } from "node:url"
 import { parse } from "yaml"
 
 const main = fileURLToPath(new URL("../src/main.ts", import.meta.url))
-const listening = /koder-fleet server listening on https:\/\/(\S+):(\d+) \(kubeconfig: (.+)\)/
+const listening = /koder-fleet (?:server|dev) listening on https:\/\/(\S+):(\d+) \(kubeconfig: (.+)\)/
 
 /** A response read to the end, with the time its last byte arrived. */
 export interface Response {
@@ -69,11 +69,11 @@ const procCpuMs = (pid: number): number | undefined => {
 }
 
 /** Start a server in a fresh temp data dir (plus `flags`) and connect a client to it. */
-export const start = async (flags: ReadonlyArray<string> = []): Promise<BenchServer> => {
+export const start = async (flags: ReadonlyArray<string> = [], role: "server" | "dev" = "server"): Promise<BenchServer> => {
   const dir = await mkdtemp(join(tmpdir(), "fleet-api-bench-"))
   const profDir = process.env["FLEET_BENCH_CPU_PROF"]
   const nodeFlags = ["--conditions=@koder/source", "--import", "tsx", ...(profDir ? ["--cpu-prof", "--cpu-prof-dir", profDir] : [])]
-  const child: ChildProcess = spawn(process.execPath, [...nodeFlags, main, "server", "--data-dir", dir, "--listen", "127.0.0.1:0", ...flags], {
+  const child: ChildProcess = spawn(process.execPath, [...nodeFlags, main, role, "--data-dir", dir, "--listen", "127.0.0.1:0", ...flags], {
     stdio: ["ignore", "pipe", "pipe"]
   })
   let out = ""
