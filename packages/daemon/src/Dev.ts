@@ -103,7 +103,7 @@ const alongside = (config: Config) => (context: Server.Alongside) =>
     }).pipe(Effect.mapError((e) => new ConfigError({ message: e.message })))
     // Runs before the box closes (finalizers run in reverse): Ctrl-C ends every workload.
     yield* Effect.addFinalizer(() => running.agent.stopAll)
-    context.setNodeAccess(NodeAccess.routed(new Map([[running.nodeName, NodeAccess.fromRuntime(box.runtime, running.nodeName)]])))
+    context.setLocalNodes(new Map([[running.nodeName, NodeAccess.fromRuntime(box.runtime, running.nodeName)]]))
     yield* Effect.forkScoped(
       AgentUsage.report(box.runtime, Duration.toMillis(config.usageInterval)).pipe(
         Effect.flatMap((report) => context.metrics.record(running.nodeName, report)),

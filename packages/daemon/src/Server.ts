@@ -17,6 +17,7 @@ import * as Bootstrap from "./Bootstrap.js"
 import * as ControlPlane from "./ControlPlane.js"
 import { ConfigError, describe, type DaemonError } from "./DaemonError.js"
 import * as HttpServer from "./HttpServer.js"
+import * as RemoteNodeAccess from "./RemoteNodeAccess.js"
 import { ensureDir } from "./internal/files.js"
 import * as SecurityFlags from "./security/Flags.js"
 import * as Security from "./security/Security.js"
@@ -194,8 +195,8 @@ export interface Alongside {
   readonly handle: (request: Omit<Http.ApiRequest, "user">) => Effect.Effect<Http.ApiResponse>
   /** A bearer token the API accepts as `system:node:<nodeName>` (group system:nodes), for an in-process agent. */
   readonly nodeToken: (nodeName: string) => string
-  /** How the API reaches pods' processes from now on (logs, exec, signal). */
-  readonly setNodeAccess: (access: NodeAccess.NodeAccess) => void
+  /** Nodes whose pods' processes (logs, exec, signal) this process reaches itself; others go to their agent's endpoint. */
+  readonly setLocalNodes: (local: ReadonlyMap<string, NodeAccess.NodeAccess>) => void
   /** Where agents report resource usage (served as metrics.k8s.io, read by the HPA). */
   readonly metrics: MetricsSource.MetricsSourceService
   readonly store: Store.StoreService
@@ -259,7 +260,11 @@ export const run = (
         return undefined
       }
       const plane: { explain?: Placement.Explain } = {}
-      let access: NodeAccess.NodeAccess = NodeAccess.none
+      // Remote agents are reached with a client certificate the cluster CA signs (none when the
+      // operator brought their own CA: then only in-process nodes are reachable).
+      const nodeClient = yield* Effect.promise(() => Tls.issueNodeClient(config.dataDir).catch(() => undefined))
+      const remote = nodeClient === undefined ? NodeAccess.none : RemoteNodeAccess.make(store, nodeClient)
+      let access: NodeAccess.NodeAccess = remote
       const api = yield* ApiServer.make({
         store,
         registry,
@@ -302,7 +307,7 @@ export const run = (
             nodeTokens.set(node, token)
             return token
           },
-          setNodeAccess: (a) => (access = a),
+          setLocalNodes: (local) => (access = NodeAccess.routed(local, remote)),
           metrics,
           store,
           server: `https://${address}`,

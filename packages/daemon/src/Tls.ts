@@ -238,3 +238,57 @@ export const ensure = (options: Options): Effect.Effect<Material, TlsError> => {
     catch: fail(`preparing TLS material in ${files(options.dataDir).dir}`)
   })
 }
+
+/** The common name of the client certificate the server presents to node agents. */
+export const nodeClientName = "fleet:apiserver-node-client"
+
+/**
+ * A client certificate for the server to reach node agents (logs, exec, signal), signed by the
+ * cluster CA so agents — which hold the CA since they joined — can check it. Issued in memory at
+ * each start; undefined when the CA's key is not in the data dir (the operator brought their own
+ * certificates), in which case remote nodes cannot be reached.
+ */
+export const issueNodeClient = async (dataDir: string, now = new Date()): Promise<{ readonly cert: string; readonly key: string } | undefined> => {
+  const f = files(dataDir)
+  const caCert = await readIfExists(f.caCert)
+  const caKey = await readIfExists(f.caKey)
+  if (caCert === undefined || caKey === undefined) return undefined
+  const keys = await crypto.subtle.generateKey(algorithm, true, ["sign", "verify"])
+  const ca = new x509.X509Certificate(caCert)
+  const cert = await x509.X509CertificateGenerator.create({
+    serialNumber: serial(),
+    subject: `CN=${nodeClientName}`,
+    issuer: ca.subject,
+    notBefore: new Date(now.getTime() - backdate),
+    notAfter: new Date(now.getTime() + serverLifetime),
+    signingAlgorithm: algorithm,
+    publicKey: keys.publicKey,
+    signingKey: await importSigningKey(caKey),
+    extensions: [
+      new x509.BasicConstraintsExtension(false, undefined, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
+      new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.clientAuth]),
+      await x509.AuthorityKeyIdentifierExtension.create(ca.publicKey)
+    ]
+  })
+  return { cert: cert.toString("pem"), key: await exportKey(keys.privateKey) }
+}
+
+/** A self-signed serving certificate (a node agent's endpoint, as the kubelet's default). */
+export const selfSigned = async (commonName: string, sans: ReadonlyArray<string>, now = new Date()): Promise<{ readonly cert: string; readonly key: string }> => {
+  const keys = await crypto.subtle.generateKey(algorithm, true, ["sign", "verify"])
+  const cert = await x509.X509CertificateGenerator.createSelfSigned({
+    serialNumber: serial(),
+    name: `CN=${commonName}`,
+    notBefore: new Date(now.getTime() - backdate),
+    notAfter: new Date(now.getTime() + serverLifetime),
+    signingAlgorithm: algorithm,
+    keys,
+    extensions: [
+      new x509.BasicConstraintsExtension(false, undefined, true),
+      new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
+      new x509.SubjectAlternativeNameExtension(sans.map((value) => ({ type: isIP(value) === 0 ? "dns" : "ip", value })))
+    ]
+  })
+  return { cert: cert.toString("pem"), key: await exportKey(keys.privateKey) }
+}

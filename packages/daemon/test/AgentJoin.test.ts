@@ -8,6 +8,7 @@
 import { existsSync } from "node:fs"
 import { mkdtemp, rm } from "node:fs/promises"
 import { request } from "node:http"
+import { request as httpsRequest } from "node:https"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -39,7 +40,7 @@ describe("koder-fleet agent joining a server", () => {
   let join_: { token: string; hash: string }
 
   const startAgent = (extra: ReadonlyArray<string>) =>
-    spawnRole("agent", ["--server", `https://127.0.0.1:${api.port}`, "--box-socket", join(dir, "box.sock"), "--data-dir", join(dir, "agent"), "--node-name", "worker-1", "--internal-ip", "127.0.0.1", ...extra])
+    spawnRole("agent", ["--server", `https://127.0.0.1:${api.port}`, "--box-socket", join(dir, "box.sock"), "--data-dir", join(dir, "agent"), "--node-name", "worker-1", "--internal-ip", "127.0.0.1", "--port", "0", ...extra])
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), "fleet-join-"))
@@ -75,6 +76,15 @@ describe("koder-fleet agent joining a server", () => {
       "node worker-1 Ready"
     )
     expect((node["metadata"] as any).labels).toMatchObject({ "kubernetes.io/hostname": "worker-1", "kubernetes.io/os": "linux" })
+    // Its endpoint takes only the API server's client certificate: a caller without one is refused.
+    const port = (node["status"] as any).daemonEndpoints.kubeletEndpoint.Port as number
+    expect(port).toBeGreaterThan(0)
+    const refused = await new Promise<string>((resolve) => {
+      const req = httpsRequest({ host: "127.0.0.1", port, path: "/v1/pods/default/x/y/z/log", rejectUnauthorized: false }, (res) => resolve(`answered ${res.statusCode}`))
+      req.on("error", (e) => resolve(e.message))
+      req.end()
+    })
+    expect(refused).not.toMatch(/^answered 200/)
     expect(existsSync(join(dir, "agent", "node-token"))).toBe(true)
     expect(existsSync(join(dir, "agent", "ca.crt"))).toBe(true)
   }, 60_000)
@@ -105,6 +115,17 @@ describe("koder-fleet agent joining a server", () => {
     expect(first.status).toBe(200)
     const pid = Number(first.text)
     expect(existsSync(`/proc/${pid}`)).toBe(true)
+
+    // Logs and exec go from the server to the agent's endpoint (client certificate) and back.
+    const log = await eventually(async () => {
+      const r = await http.send("GET", "/api/v1/namespaces/default/pods/web/log", { token })
+      return r.status === 200 && r.text.includes(`up on ${hostPort}`) ? r : undefined
+    }, 10_000, "the pod's log through the server")
+    expect(log.text).toBe(`up on ${hostPort}\n`)
+    expect((await http.send("POST", "/apis/fleet.koder.dev/v1/namespaces/default/processcontrols", { token, body: JSON.stringify({ apiVersion: "fleet.koder.dev/v1", kind: "ProcessControl", metadata: { name: "ok" } }) })).status).toBe(201)
+    const exec = await http.send("POST", "/api/v1/namespaces/default/pods/web/exec", { token, body: JSON.stringify({ command: ["sh", "-c", "echo remote; exit 4"] }) })
+    expect(exec.status).toBe(200)
+    expect(exec.json()).toMatchObject({ exitCode: 4, stdout: "remote\n" })
 
     // The agent stops; the container does not. A new agent (no join token now) adopts it.
     agent!.child.kill("SIGTERM")

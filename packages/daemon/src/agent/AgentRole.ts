@@ -19,6 +19,8 @@ import { connect, type PeerCertificate, type DetailedPeerCertificate } from "nod
 import { parseArgs } from "node:util"
 import { Cause, Effect, Either, Exit, Option } from "effect"
 import { readIfExists, writeAtomic } from "../internal/files.js"
+import { KboxClient } from "@koder/fleet-kbox-client"
+import * as AgentEndpoint from "./AgentEndpoint.js"
 import * as AgentProcess from "./AgentProcess.js"
 import * as HostFacts from "./HostFacts.js"
 
@@ -35,7 +37,8 @@ export const usage = `usage: koder-fleet agent --server URL [flags]
   --node-name NAME      the node's name (default: this host's name)
   --reserved LIST       resources kept from pods, e.g. cpu=500m,memory=1Gi
   --region NAME         the node's region label (default local)
-  --internal-ip IP      the address pods are reached at (default: the first non-loopback IPv4)`
+  --internal-ip IP      the address pods are reached at (default: the first non-loopback IPv4)
+  --port N              the HTTPS port the API server reaches the agent on for logs and exec (default 9301; 0 picks one)`
 
 /** What the agent role is configured with. */
 export interface Config {
@@ -50,6 +53,7 @@ export interface Config {
   readonly reserved: Readonly<Record<string, string>>
   readonly region: string | undefined
   readonly internalIP: string | undefined
+  readonly port: number
 }
 
 /** Parse flags; Left is the message to print. */
@@ -59,7 +63,7 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
     values = parseArgs({
       args: [...args],
       options: Object.fromEntries(
-        ["server", "join-token", "ca-hash", "ca-file", "token", "box-socket", "data-dir", "node-name", "reserved", "region", "internal-ip"].map((k) => [k, { type: "string" as const }])
+        ["server", "join-token", "ca-hash", "ca-file", "token", "box-socket", "data-dir", "node-name", "reserved", "region", "internal-ip", "port"].map((k) => [k, { type: "string" as const }])
       ),
       strict: true,
       allowPositionals: false
@@ -76,6 +80,8 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
   const base = env["FLEET_DATA_DIR"] ?? join(homedir(), ".koder-fleet")
   const reserved = str("reserved") === undefined ? Either.right({}) : HostFacts.parseReserved(str("reserved")!)
   if (Either.isLeft(reserved)) return Either.left(`--reserved: ${reserved.left}`)
+  const port = Number(str("port") ?? 9301)
+  if (!Number.isInteger(port) || port < 0 || port > 65535) return Either.left(`--port ${JSON.stringify(str("port"))}: expected a port number`)
   return Either.right({
     server: server.replace(/\/+$/, ""),
     joinToken: str("join-token"),
@@ -87,7 +93,8 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
     nodeName: str("node-name"),
     reserved: reserved.right,
     region: str("region"),
-    internalIP: str("internal-ip")
+    internalIP: str("internal-ip"),
+    port
   })
 }
 
@@ -165,6 +172,17 @@ export const main = async (args: ReadonlyArray<string>): Promise<number> => {
   const program = Effect.scoped(
     Effect.gen(function* () {
       const ca = yield* Effect.tryPromise({ try: () => resolveCa(config), catch: (e) => new AgentProcess.AgentStartError({ message: e instanceof Error ? e.message : String(e) }) })
+      // The endpoint listens first: the Node advertises the port it actually got.
+      const nodeName = config.nodeName ?? HostFacts.defaultNodeName()
+      const internalIP = config.internalIP ?? HostFacts.defaultInternalIP()
+      const box = yield* KboxClient.make({ socketPath: config.boxSocket })
+      const endpoint = yield* Effect.acquireRelease(
+        Effect.tryPromise({
+          try: () => AgentEndpoint.start({ runtime: box, node: nodeName, caPem: ca, port: config.port, sans: [internalIP, nodeName, "localhost", "127.0.0.1"] }),
+          catch: (e) => new AgentProcess.AgentStartError({ message: `cannot listen on port ${config.port}: ${e instanceof Error ? e.message : String(e)}` })
+        }),
+        (e) => Effect.promise(() => e.close())
+      )
       const running = yield* AgentProcess.run({
         server: config.server,
         ca,
@@ -173,9 +191,10 @@ export const main = async (args: ReadonlyArray<string>): Promise<number> => {
         boxSocket: config.boxSocket,
         dataDir: config.dataDir,
         reserved: config.reserved,
-        ...(config.nodeName === undefined ? {} : { nodeName: config.nodeName }),
-        ...(config.region === undefined ? {} : { region: config.region }),
-        ...(config.internalIP === undefined ? {} : { internalIP: config.internalIP })
+        nodeName,
+        internalIP,
+        port: endpoint.port,
+        ...(config.region === undefined ? {} : { region: config.region })
       })
       console.log(`koder-fleet agent: node ${running.nodeName} registered with ${config.server}; running pods through ${config.boxSocket}`)
       const why = yield* stop

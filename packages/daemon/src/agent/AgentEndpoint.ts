@@ -1,0 +1,123 @@
+/**
+ * The agent's HTTPS endpoint (default port 9301): what the API server asks of a node for
+ * `pods/log`, `pods/exec` and `pods/signal`, answered from the box through `NodeAccess.fromRuntime`.
+ *
+ * Only the API server may call it: TLS client authentication against the cluster CA the agent
+ * trusts since it joined, and the certificate's common name must be the server's node client
+ * (`Tls.nodeClientName`). The server has already done RBAC, consent and admission; the agent
+ * trusts its word for that, as the kubelet trusts kube-apiserver's proxy.
+ *
+ *   GET  /v1/pods/{namespace}/{name}/{uid}/{container}/log?follow&previous&timestamps&tailLines&sinceSeconds&limitBytes
+ *   POST /v1/pods/{namespace}/{name}/{uid}/{container}/exec     {"command": [...], "stdin": "...", "timeoutSeconds": n}
+ *   POST /v1/pods/{namespace}/{name}/{uid}/{container}/signal   {"signal": "SIGHUP"}
+ *
+ * Errors are Kubernetes `Status` objects, passed through by the server as they are.
+ */
+import { NodeAccess, PodLog, type Runtime, Status } from "@koder/fleet-core"
+import { Effect, Either, Exit, Stream } from "effect"
+import { createServer, type Server } from "node:https"
+import type { IncomingMessage, ServerResponse } from "node:http"
+import type { TLSSocket } from "node:tls"
+import * as Tls from "../Tls.js"
+
+/** A listening endpoint. */
+export interface Endpoint {
+  readonly port: number
+  readonly close: () => Promise<void>
+}
+
+const sendStatus = (res: ServerResponse, status: Status.Status) => {
+  if (res.headersSent) return res.destroy()
+  res.writeHead(status.code ?? 500, { "content-type": "application/json" })
+  res.end(JSON.stringify(status))
+}
+
+const readJson = (req: IncomingMessage, limit = 1 << 20): Promise<Record<string, unknown>> =>
+  new Promise((resolve, reject) => {
+    let size = 0
+    const chunks: Array<Buffer> = []
+    req.on("data", (c: Buffer) => {
+      size += c.length
+      if (size > limit) req.destroy(new Error("body too large"))
+      else chunks.push(c)
+    })
+    req.on("end", () => {
+      try {
+        const text = Buffer.concat(chunks).toString("utf8")
+        const v = text === "" ? {} : (JSON.parse(text) as unknown)
+        resolve(typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
+      } catch (e) {
+        reject(e)
+      }
+    })
+    req.on("error", reject)
+  })
+
+const route = /^\/v1\/pods\/([^/]+)\/([^/]+)\/([^/]+)\/([^/]+)\/(log|exec|signal)$/
+
+/** Serve `runtime` for node `node` on `host:port` (port 0: any), trusting clients signed by `caPem`. */
+export const start = async (options: { readonly runtime: Runtime.RuntimeService; readonly node: string; readonly caPem: string; readonly host?: string; readonly port: number; readonly sans: ReadonlyArray<string> }): Promise<Endpoint> => {
+  const access = NodeAccess.fromRuntime(options.runtime, options.node)
+  const serving = await Tls.selfSigned(`${options.node}@fleet-agent`, options.sans)
+  const server: Server = createServer({ cert: serving.cert, key: serving.key, ca: options.caPem, requestCert: true, rejectUnauthorized: true }, (req, res) => {
+    const peer = (req.socket as TLSSocket).getPeerCertificate()
+    if (peer?.subject?.CN !== Tls.nodeClientName) return sendStatus(res, Status.forbidden({ group: "", resource: "nodes/proxy" }, options.node, "only the API server may call a node's endpoint"))
+    const url = new URL(req.url ?? "/", "https://agent")
+    const m = route.exec(url.pathname)
+    if (m === null) return sendStatus(res, Status.notFound({ group: "", resource: "paths" }, url.pathname))
+    const [, namespace, pod, uid, container, verb] = m.map((s) => decodeURIComponent(s ?? "")) as [string, string, string, string, string, string]
+    const target: NodeAccess.Target = { node: options.node, namespace, pod, uid, container }
+    const fail = (e: unknown) => sendStatus(res, typeof e === "object" && e !== null && "status" in e ? (e as { status: Status.Status }).status : Status.internalError(String(e)))
+    if (verb === "log") {
+      if (req.method !== "GET") return sendStatus(res, Status.methodNotSupported({ group: "", resource: "pods/log" }, String(req.method).toLowerCase()))
+      const parsed = PodLog.parseOptions(url.searchParams)
+      if (Either.isLeft(parsed)) return fail(parsed.left)
+      void Effect.runPromiseExit(access.logs(target, parsed.right)).then((exit) => {
+        if (Exit.isFailure(exit)) return fail(Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error : exit.cause)
+        res.writeHead(200, { "content-type": "text/plain; charset=utf-8" })
+        res.flushHeaders()
+        const abort = new AbortController()
+        res.once("close", () => abort.abort())
+        void Effect.runPromise(Stream.runForEach(exit.value, (bytes) => Effect.promise(() => new Promise<void>((done) => (res.write(bytes) ? done() : res.once("drain", done))))), { signal: abort.signal })
+          .catch(() => undefined)
+          .finally(() => res.end())
+      })
+      return
+    }
+    if (req.method !== "POST") return sendStatus(res, Status.methodNotSupported({ group: "", resource: `pods/${verb}` }, String(req.method).toLowerCase()))
+    void readJson(req).then(
+      (body) => {
+        const effect =
+          verb === "exec"
+            ? Effect.map(
+                access.exec(target, {
+                  command: Array.isArray(body["command"]) ? body["command"].map(String) : [],
+                  ...(typeof body["stdin"] === "string" ? { stdin: body["stdin"] } : {}),
+                  ...(typeof body["timeoutSeconds"] === "number" ? { timeoutSeconds: body["timeoutSeconds"] } : {})
+                }),
+                (result) => JSON.stringify(result)
+              )
+            : Effect.as(access.signal(target, String(body["signal"] ?? "")), JSON.stringify({}))
+        void Effect.runPromiseExit(effect).then((exit) => {
+          if (Exit.isFailure(exit)) return fail(exit.cause._tag === "Fail" ? exit.cause.error : exit.cause)
+          res.writeHead(200, { "content-type": "application/json" })
+          res.end(exit.value)
+        })
+      },
+      () => sendStatus(res, Status.badRequest("the body is not a JSON object"))
+    )
+  })
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject)
+    server.listen(options.port, options.host ?? "0.0.0.0", () => resolve())
+  })
+  const address = server.address()
+  return {
+    port: typeof address === "object" && address !== null ? address.port : options.port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      })
+  }
+}
