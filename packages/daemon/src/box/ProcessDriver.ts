@@ -856,8 +856,14 @@ export class ProcessDriver {
   }
 
   async listContainers(filter?: Runtime.ContainerFilter): Promise<Array<Runtime.Container>> {
-    await Promise.all([...this.containers.values()].map((c) => this.refresh(c)))
-    return [...this.containers.values()].map((c) => this.view(c.rec)).filter((c) => Runtime.matchesContainer(c, filter))
+    // Only the containers asked about are brought up to date: the agent lists one pod's
+    // containers per sync, and refreshing all of them each time (an exit file and /proc reads per
+    // container) made a node of N pods do O(N²) file reads while they started.
+    // (The state is matched after the refresh: a container may have just exited.)
+    const { state: _state, ...identity } = filter ?? {}
+    const asked = [...this.containers.values()].filter((c) => Runtime.matchesContainer(this.view(c.rec), identity))
+    await Promise.all(asked.map((c) => this.refresh(c)))
+    return asked.map((c) => this.view(c.rec)).filter((c) => Runtime.matchesContainer(c, filter))
   }
 
   async inspectContainer(id: string): Promise<Runtime.Container> {
