@@ -132,7 +132,7 @@ export const main = async (args: ReadonlyArray<string>): Promise<number> => {
       [
         `koder-fleet dev: ready in ${Date.now() - started} ms`,
         `  export KUBECONFIG=${kubeconfig}`,
-        `  kfleet apply -f examples/hello && kfleet get pods    (or: kfleet --kubeconfig ${kubeconfig} ...)`,
+        "  then use any Kubernetes client with that kubeconfig (docs/nodes.md); kfleet arrives with a later issue",
         "  Ctrl-C stops the cluster and every workload it started"
       ].join("\n")
     )
