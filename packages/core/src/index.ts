@@ -3,7 +3,6 @@
  * adapters (SQLite, PostgreSQL, kbox) live in their own packages.
  */
 // Model (DESIGN §3)
-export * as AlertRuleModel from "./model/AlertRule.js"
 export * as Apps from "./model/Apps.js"
 export * as Autoscaling from "./model/Autoscaling.js"
 export * as Authorization from "./model/Authorization.js"
@@ -15,7 +14,6 @@ export * as Decode from "./model/Decode.js"
 export * as EndpointSlice from "./model/EndpointSlice.js"
 export * as Event from "./model/Event.js"
 export * as FieldError from "./model/FieldError.js"
-export * as Ingress from "./model/Ingress.js"
 export * as IntOrString from "./model/IntOrString.js"
 export * as Kinds from "./model/Kinds.js"
 export * as LabelSelector from "./model/LabelSelector.js"
@@ -24,7 +22,6 @@ export * as Meta from "./model/Meta.js"
 export * as Metrics from "./model/Metrics.js"
 export * as Namespace from "./model/Namespace.js"
 export * as Networking from "./model/Networking.js"
-export * as NetworkPolicy from "./model/NetworkPolicy.js"
 export * as Node from "./model/Node.js"
 export * as Pod from "./model/Pod.js"
 export * as Policy from "./model/Policy.js"
@@ -90,14 +87,12 @@ export * as Transformer from "./api/Transformer.js"
 export * as AdmissionPlugins from "./admission/index.js"
 
 // Controllers (DESIGN §6)
-export * as AlertRule from "./controllers/AlertRule.js"
 export * as Conditions from "./controllers/Conditions.js"
 export * as Controller from "./controllers/Controller.js"
 export * as ControllerManager from "./controllers/ControllerManager.js"
 export * as Controllers from "./controllers/index.js"
 export * as EventRecorder from "./controllers/EventRecorder.js"
 export * as Informer from "./controllers/Informer.js"
-export * as Notifier from "./controllers/Notifier.js"
 export * as Pods from "./controllers/Pods.js"
 export * as WorkQueue from "./controllers/WorkQueue.js"
 
@@ -136,9 +131,3 @@ export * as AgentUsage from "./agent/Usage.js"
 
 // Networking (DESIGN §8): Service data paths
 export * as ServiceBackends from "./network/ServiceBackends.js"
-export * as IngressRoutes from "./network/IngressRoutes.js"
-// Isolated network mode: pod CIDRs, pod IPs, ClusterIP rules, routes between nodes
-export * as Ipam from "./network/Ipam.js"
-export * as NodeRoutes from "./network/NodeRoutes.js"
-export * as PodCidr from "./network/PodCidr.js"
-export * as ServiceRules from "./network/ServiceRules.js"
