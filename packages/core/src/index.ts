@@ -49,6 +49,11 @@ export * as WatchFeed from "./store/WatchFeed.js"
 export * as Fencing from "./coordination/Fencing.js"
 export * as LeaderElection from "./coordination/LeaderElection.js"
 
+// Observability (DESIGN §11): metrics registry, exposition, the catalogue of series
+export * as Exposition from "./observability/Exposition.js"
+export * as FleetMetrics from "./observability/FleetMetrics.js"
+export * as MetricRegistry from "./observability/MetricRegistry.js"
+
 // API server (DESIGN §5)
 export * as ApiError from "./api/ApiError.js"
 export * as ApiServer from "./api/ApiServer.js"
