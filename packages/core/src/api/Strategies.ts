@@ -14,6 +14,7 @@ import * as Ingress from "../model/Ingress.js"
 import * as LabelSelector from "../model/LabelSelector.js"
 import { RegionLabel } from "../model/Meta.js"
 import * as Networking from "../model/Networking.js"
+import * as NetworkPolicy from "../model/NetworkPolicy.js"
 import * as Policy from "../model/Policy.js"
 import * as ProcessControl from "../model/ProcessControl.js"
 import * as Scheduling from "../model/Scheduling.js"
@@ -336,6 +337,13 @@ const strategies: Record<string, Strategy> = {
     validateUpdate: typedUpdate(Scheduling.PriorityClass, Scheduling.validatePriorityClassUpdate)
   },
   "networking.k8s.io/v1/Ingress": { ...base, validate: typed(Ingress.Ingress, Ingress.validate) },
+  "networking.k8s.io/v1/NetworkPolicy": {
+    ...base,
+    defaults: NetworkPolicy.defaults,
+    validate: typed(NetworkPolicy.NetworkPolicy, NetworkPolicy.validate),
+    validateUpdate: typed(NetworkPolicy.NetworkPolicy, NetworkPolicy.validate),
+    tracksGeneration: true
+  },
   "fleet.koder.dev/v1/ProcessControl": { ...base, validate: typed(ProcessControl.ProcessControl, ProcessControl.validate) },
   "apiextensions.k8s.io/v1/CustomResourceDefinition": {
     ...base,

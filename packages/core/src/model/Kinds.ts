@@ -16,6 +16,7 @@ import * as FieldError from "./FieldError.js"
 import * as IngressModule from "./Ingress.js"
 import * as LeaseModule from "./Lease.js"
 import * as NamespaceModule from "./Namespace.js"
+import * as NetworkPolicyModule from "./NetworkPolicy.js"
 import * as Networking from "./Networking.js"
 import * as NodeModule from "./Node.js"
 import * as PodModule from "./Pod.js"
@@ -94,6 +95,7 @@ export const all: ReadonlyArray<KindInfo> = [
   info("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", false, ["pc"], Scheduling.PriorityClass),
   info("networking.k8s.io/v1", "Ingress", "ingresses", true, ["ing"], IngressModule.Ingress),
   info("networking.k8s.io/v1", "IngressClass", "ingressclasses", false, [], IngressModule.IngressClass),
+  info("networking.k8s.io/v1", "NetworkPolicy", "networkpolicies", true, ["netpol"], NetworkPolicyModule.NetworkPolicy),
   info("networking.k8s.io/v1", "IPAddress", "ipaddresses", false, ["ip"], Networking.IPAddress),
   info("v1", "LimitRange", "limitranges", true, ["limits"], Policy.LimitRange),
   info("v1", "ResourceQuota", "resourcequotas", true, ["quota"], Policy.ResourceQuota),

@@ -81,6 +81,7 @@ export const builtInMergeKeys: Readonly<Record<string, MergeKeys>> = {
   "autoscaling/v2/HorizontalPodAutoscaler": { ...objectMeta(""), "status.conditions": "type" },
   "networking.k8s.io/v1/Ingress": objectMeta(""),
   "networking.k8s.io/v1/IngressClass": objectMeta(""),
+  "networking.k8s.io/v1/NetworkPolicy": objectMeta(""),
   "v1/Node": {
     ...objectMeta(""),
     "spec.podCIDRs": byValue,
