@@ -137,3 +137,8 @@ export * as AgentUsage from "./agent/Usage.js"
 
 // Networking (DESIGN §8): Service data paths
 export * as ServiceBackends from "./network/ServiceBackends.js"
+// Isolated network mode: pod CIDRs, pod IPs, ClusterIP rules, routes between nodes
+export * as Ipam from "./network/Ipam.js"
+export * as NodeRoutes from "./network/NodeRoutes.js"
+export * as PodCidr from "./network/PodCidr.js"
+export * as ServiceRules from "./network/ServiceRules.js"

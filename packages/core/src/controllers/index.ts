@@ -16,6 +16,7 @@ import * as GarbageCollector from "./GarbageCollector.js"
 import * as HorizontalPodAutoscaler from "./HorizontalPodAutoscaler.js"
 import * as Job from "./Job.js"
 import * as Namespace from "./Namespace.js"
+import * as NodeIpam from "./NodeIpam.js"
 import * as NodeLifecycle from "./NodeLifecycle.js"
 import * as PodGC from "./PodGC.js"
 import * as ReplicaSet from "./ReplicaSet.js"
@@ -36,6 +37,7 @@ export {
   HorizontalPodAutoscaler,
   Job,
   Namespace,
+  NodeIpam,
   NodeLifecycle,
   PodGC,
   ReplicaSet,
@@ -57,6 +59,7 @@ export interface Options {
   readonly horizontalPodAutoscaler?: HorizontalPodAutoscaler.Options
   readonly job?: Job.Options
   readonly namespace?: Namespace.Options
+  readonly nodeIpam?: NodeIpam.Options
   readonly nodeLifecycle?: NodeLifecycle.Options
   readonly podGC?: PodGC.Options
   readonly replicaSet?: ReplicaSet.Options
@@ -81,6 +84,7 @@ export const all = (options: Options = {}): ReadonlyArray<Controller.Reconciler>
     Endpoints.reconciler(),
     EndpointSlice.reconciler(options.endpointSlice),
     ClusterIpRepair.reconciler(options.clusterIpRepair),
+    NodeIpam.reconciler(options.nodeIpam),
     NodeLifecycle.reconciler(options.nodeLifecycle),
     PodGC.reconciler(options.podGC),
     Disruption.reconciler(),
