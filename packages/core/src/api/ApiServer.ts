@@ -4,9 +4,15 @@
  * and closed with the server (or when a CRD's resource goes away).
  *
  *   request ─▶ route ─▶ health? ─▶ authenticate ─▶ authorize ─▶ discovery | Rest verb ─▶ response
+ *
+ * Every other request gets a request id (the client's `X-Request-Id` when it sent a sane one),
+ * returned as `X-Request-Id` and attached to every log line written while it is handled, and is
+ * counted in `FleetMetrics.api` by verb, group, resource, subresource and code.
  */
 import { Duration, Effect, Either, ExecutionStrategy, Exit, Scope } from "effect"
 import * as Status from "../model/Status.js"
+import * as FleetMetrics from "../observability/FleetMetrics.js"
+import { MetricRegistry } from "../observability/MetricRegistry.js"
 import * as Keys from "../store/Keys.js"
 import { Store as StoreTag, type StoreService } from "../store/Store.js"
 import type * as Admission from "./Admission.js"
@@ -101,6 +107,17 @@ export interface ApiServer {
   readonly caches: () => number
 }
 
+/** A client's request id is kept when it is short and printable (it ends up in logs); else one is made. */
+export const requestIdOf = (headers: Readonly<Record<string, string | undefined>>): string => {
+  const given = headers["x-request-id"]
+  return given !== undefined && given.length > 0 && given.length <= 128 && /^[\x21-\x7e]+$/.test(given) ? given : crypto.randomUUID()
+}
+
+// The verb label of request metrics, as kube-apiserver spells it.
+const metricVerbs: Readonly<Record<string, string>> = { create: "POST", update: "PUT", exec: "CONNECT", signal: "CONNECT" }
+const metricVerb = (verb: string) => metricVerbs[verb] ?? verb.toUpperCase()
+const nobody: UserInfo = { name: "", uid: "", groups: [] }
+
 const notFoundPath = () => ApiError.of({ ...Status.notFound("", ""), message: "the server could not find the requested resource", details: {} })
 
 /** Build the server; watch caches live in the surrounding scope. */
@@ -111,6 +128,12 @@ export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Sc
     const extensions = new Map((options.subresources ?? []).map((x) => [`${x.group}/${x.plural}/${x.subresource}`, x]))
     const authorize = options.authorize ?? Authz.allowAll
     const scope = yield* Effect.scope
+    const metrics = FleetMetrics.api(yield* MetricRegistry)
+    // The caches built so far, for the watcher and object gauges.
+    const built = new Map<string, { readonly group: string; readonly plural: string; readonly cache: WatchCache.WatchCache }>()
+    const stopWatchers = metrics.watchers.collect((add) => built.forEach((b) => add([b.group, b.plural], b.cache.watchers())))
+    const stopObjects = metrics.cacheObjects.collect((add) => built.forEach((b) => add([b.group, b.plural], b.cache.size())))
+    yield* Effect.addFinalizer(() => Effect.sync(() => (stopWatchers(), stopObjects(), built.clear())))
     const caches = new Map<string, { cache: Effect.Effect<WatchCache.WatchCache, ApiError.ApiError>; scope: Scope.CloseableScope }>()
     const cacheKey = (r: Registry.Resource) => `${r.group}/${r.plural}`
 
@@ -120,6 +143,7 @@ export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Sc
         const [group, plural] = key.split("/") as [string, string]
         if (!registry.all().some((r) => r.group === group && r.plural === plural)) {
           caches.delete(key)
+          built.delete(key)
           Effect.runFork(Scope.close(entry.scope, Exit.void))
         }
       }
@@ -138,7 +162,11 @@ export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Sc
             kind: r.kind,
             apiVersion: r.apiVersion,
             resource: { group: r.group, resource: r.plural }
-          }).pipe(Effect.provideService(StoreTag, options.store), Scope.extend(child))
+          }).pipe(
+            Effect.provideService(StoreTag, options.store),
+            Scope.extend(child),
+            Effect.tap((cache) => Effect.sync(() => built.set(cacheKey(r), { group: r.group, plural: r.plural, cache })))
+          )
           const cached = yield* Effect.cached(made)
           caches.set(cacheKey(r), { cache: cached, scope: child })
           return yield* cached
@@ -270,6 +298,10 @@ export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Sc
       }
       let attributes: Authz.Attributes | undefined
       const started = Date.now()
+      const t0 = performance.now()
+      const requestId = requestIdOf(raw.headers)
+      const kind = metrics.inflight.labels(raw.method === "GET" || raw.method === "HEAD" ? "readOnly" : "mutating")
+      kind.inc()
       return Effect.gen(function* () {
         const user = yield* options.authenticate(raw.headers)
         const request: ApiRequest = { ...raw, user }
@@ -283,6 +315,27 @@ export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Sc
         Effect.catchAll((e) => Effect.succeed(json(e.status.code ?? 500, e.status, e.headers ?? {}))),
         Effect.catchAllDefect((defect) =>
           Effect.succeed(json(500, Status.internalError(defect instanceof Error ? defect.message : String(defect))))
+        ),
+        Effect.map((response) => {
+          kind.dec()
+          const seconds = (performance.now() - t0) / 1000
+          const a = attributes ?? Authz.attributes(route, { ...raw, user: nobody })
+          // Only served resources become label values: a 4xx for a made-up path must not add series.
+          const known = response.status < 400 || route._tag !== "Resource" || registry.byResource(route.group, route.version, route.plural) !== undefined
+          const group = known ? a.apiGroup : ""
+          const resource = known ? a.resource : ""
+          const subresource = known && response.status !== 404 ? a.subresource : ""
+          const verb = metricVerb(a.verb)
+          metrics.requests.labels(verb, group, resource, subresource, String(response.status)).inc()
+          metrics.duration.labels(verb, group, resource, subresource).observe(seconds)
+          return { ...response, headers: { ...response.headers, "x-request-id": requestId } }
+        }),
+        Effect.tap((response) =>
+          response.status >= 500
+            ? Effect.logWarning(`${raw.method} ${raw.path} answered ${response.status}`).pipe(Effect.annotateLogs({ code: response.status, user: attributes?.user.name ?? "" }))
+            : Effect.logDebug(`${raw.method} ${raw.path}`).pipe(
+                Effect.annotateLogs({ code: response.status, user: attributes?.user.name ?? "", latencyMs: Date.now() - started })
+              )
         ),
         Effect.tap((response) =>
           Effect.sync(() => {
@@ -303,7 +356,9 @@ export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Sc
               client: raw.client
             })
           })
-        )
+        ),
+        Effect.onInterrupt(() => Effect.sync(() => kind.dec())),
+        Effect.annotateLogs("requestId", requestId)
       )
     }
 
