@@ -4,13 +4,14 @@
  *
  *   NamespaceLifecycle ─ NodeRestriction ─ DefaultServiceAccount ─ Priority ─ DefaultTolerationSeconds
  *     ─ LimitRanger ─ MutatingAdmissionWebhook ─ RegionLabel ─ ValidatingAdmissionWebhook
- *     ─ ResourceQuota ─ ClusterIpAllocator
+ *     ─ ResourceQuota ─ ClusterIpAllocator ─ NodePortAllocator
  *
  * NodeRestriction refuses before any webhook sees a node's request; RegionLabel follows the
  * mutating webhooks so the region label is the last word; ResourceQuota is last so usage is
  * reserved only for writes every other plugin accepted (and is re-run alone-cheaply on a lost
  * compare-and-swap). ClusterIpAllocator stands where kube-apiserver's Service registry allocates:
- * after everything else, its IPAddress writes joined to the Service's own transaction.
+ * after everything else, its IPAddress writes joined to the Service's own transaction; NodePortAllocator
+ * likewise for node ports.
  */
 import { Effect, type Scope } from "effect"
 import type * as Admission from "../api/Admission.js"
@@ -22,6 +23,7 @@ import * as DefaultTolerationSeconds from "./DefaultTolerationSeconds.js"
 import * as LimitRanger from "./LimitRanger.js"
 import * as Priority from "./Priority.js"
 import * as NamespaceLifecycle from "./NamespaceLifecycle.js"
+import * as NodePortAllocator from "./NodePortAllocator.js"
 import * as NodeRestriction from "./NodeRestriction.js"
 import * as RegionLabel from "./RegionLabel.js"
 import * as ResourceQuota from "./ResourceQuota.js"
@@ -32,6 +34,7 @@ export * as DefaultServiceAccount from "./DefaultServiceAccount.js"
 export * as DefaultTolerationSeconds from "./DefaultTolerationSeconds.js"
 export * as LimitRanger from "./LimitRanger.js"
 export * as NamespaceLifecycle from "./NamespaceLifecycle.js"
+export * as NodePortAllocator from "./NodePortAllocator.js"
 export * as NodeRestriction from "./NodeRestriction.js"
 export * as Priority from "./Priority.js"
 export * as RegionLabel from "./RegionLabel.js"
@@ -50,7 +53,8 @@ export const order: ReadonlyArray<string> = [
   RegionLabel.name,
   "ValidatingAdmissionWebhook",
   ResourceQuota.name,
-  ClusterIpAllocator.name
+  ClusterIpAllocator.name,
+  NodePortAllocator.name
 ]
 
 /** What the default chain is built from. */
@@ -67,6 +71,8 @@ export interface Options {
   readonly tolerations?: DefaultTolerationSeconds.Options
   /** `--service-cluster-ip-range` (default `10.96.0.0/12`). */
   readonly serviceClusterIpRange?: string
+  /** `--service-node-port-range` (default `30000-32767`). */
+  readonly serviceNodePortRange?: string
 }
 
 /**
@@ -88,6 +94,7 @@ export const make = (options: Options): Effect.Effect<ReadonlyArray<Admission.Pl
       RegionLabel.make({ region: options.region }),
       ...(webhooks === undefined ? [] : [webhooks.validating]),
       ResourceQuota.make(stored),
-      ClusterIpAllocator.make({ ...stored, ...(options.serviceClusterIpRange === undefined ? {} : { range: options.serviceClusterIpRange }) })
+      ClusterIpAllocator.make({ ...stored, ...(options.serviceClusterIpRange === undefined ? {} : { range: options.serviceClusterIpRange }) }),
+      NodePortAllocator.make({ ...stored, ...(options.serviceNodePortRange === undefined ? {} : { range: options.serviceNodePortRange }) })
     ]
   })

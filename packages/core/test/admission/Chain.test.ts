@@ -23,7 +23,8 @@ describe("the default chain", () => {
       "RegionLabel",
       "ValidatingAdmissionWebhook",
       "ResourceQuota",
-      "ClusterIpAllocator"
+      "ClusterIpAllocator",
+      "NodePortAllocator"
     ])
   })
 
