@@ -53,6 +53,7 @@ export * as LeaderElection from "./coordination/LeaderElection.js"
 // Observability (DESIGN §11): metrics registry, exposition, the catalogue of series
 export * as Exposition from "./observability/Exposition.js"
 export * as FleetMetrics from "./observability/FleetMetrics.js"
+export * as InstrumentedStore from "./observability/InstrumentedStore.js"
 export * as MetricRegistry from "./observability/MetricRegistry.js"
 
 // API server (DESIGN §5)

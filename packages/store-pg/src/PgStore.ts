@@ -12,7 +12,7 @@
  *   readers ─▶ get / list / count: one statement, one snapshot (pool)
  *   compactor (scoped fiber) ─▶ CompactionPolicy.nextStep ─▶ try-lock ─▶ delete superseded rows
  */
-import { CompactionPolicy, ContinueToken, Store, StoreError, WatchFeed } from "@koder/fleet-core"
+import { CompactionPolicy, ContinueToken, FleetMetrics, MetricRegistry, Store, StoreError, WatchFeed } from "@koder/fleet-core"
 import { Duration, Effect, Either, Layer, type Scope } from "effect"
 import type pg from "pg"
 import * as ChangePoller from "./internal/changePoller.js"
@@ -179,7 +179,8 @@ export const make = (config: Config): Effect.Effect<PgStoreService, PgStoreError
       // Our own commit goes straight to the feed when it is next in line; otherwise another
       // process committed in between and the poller reads the whole gap from the log.
       onCommitted: (events) => (feed.head() === events[0]!.revision - 1 ? feed.publish(events) : poller.wake()),
-      onUnknown: () => poller.wake()
+      onUnknown: () => poller.wake(),
+      onBatch: FleetMetrics.store(yield* MetricRegistry.MetricRegistry).batchSize.observe
     })
 
     const compactor = Compactor.make({ pool, schema, tenant, queries, policy })

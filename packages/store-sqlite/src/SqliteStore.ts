@@ -9,7 +9,7 @@
  *   readers ─▶ get / list / count (prepared statements on the same connection)
  *   compactor (scoped fiber) ─▶ CompactionPolicy.nextStep ─▶ delete superseded rows in batches
  */
-import { CompactionPolicy, ContinueToken, KeyOrder, Store, StoreError, WatchFeed } from "@koder/fleet-core"
+import { CompactionPolicy, ContinueToken, FleetMetrics, KeyOrder, MetricRegistry, Store, StoreError, WatchFeed } from "@koder/fleet-core"
 import { Duration, Effect, Either, Layer, type Scope } from "effect"
 import * as FileFormat from "./internal/fileFormat.js"
 import * as GroupCommit from "./internal/groupCommit.js"
@@ -100,7 +100,8 @@ export const make = (config: Config): Effect.Effect<SqliteStoreService, SqliteSt
       log,
       feed,
       revision: initialRevision,
-      lastCommittedAt: initialRevision > 0 ? (log.committedAt(log.maxRevision()) ?? 0) : 0
+      lastCommittedAt: initialRevision > 0 ? (log.committedAt(log.maxRevision()) ?? 0) : 0,
+      onBatch: FleetMetrics.store(yield* MetricRegistry.MetricRegistry).batchSize.observe
     })
 
     // Runs before the db closes (finalizers run in reverse): drain, then end the watches.

@@ -103,6 +103,8 @@ export interface GroupCommit {
 /** Options of the writer. */
 export interface Options {
   readonly pool: pg.Pool
+  /** Told the size of every committed batch (the group-commit metric). */
+  readonly onBatch?: (mutations: number) => void
   readonly schema: string
   readonly tenant: string
   /** The NOTIFY channel that carries the new head revision. */
@@ -348,6 +350,7 @@ export const make = (options: Options): GroupCommit => {
         stage = "commit"
         await client.query(commitSql(planned.rows, planned.next))
         commits++
+        options.onBatch?.(batch.length)
         settle?.(true)
         published = planned.events
       }

@@ -67,6 +67,8 @@ export const make = (options: {
   readonly feed: WatchFeed.WatchFeed
   readonly revision: number
   readonly lastCommittedAt: number
+  /** Told the size of every committed batch (the group-commit metric). */
+  readonly onBatch?: (mutations: number) => void
 }): GroupCommit => {
   const { db, log, feed } = options
   const begin = db.prepare("BEGIN")
@@ -189,6 +191,7 @@ export const make = (options: {
       commits++
       committedOps += ok
       rejected += batch.length - ok
+      options.onBatch?.(batch.length)
     } catch (e) {
       if (db.inTransaction) {
         try {
