@@ -14,6 +14,7 @@ export * as Decode from "./model/Decode.js"
 export * as EndpointSlice from "./model/EndpointSlice.js"
 export * as Event from "./model/Event.js"
 export * as FieldError from "./model/FieldError.js"
+export * as Ingress from "./model/Ingress.js"
 export * as IntOrString from "./model/IntOrString.js"
 export * as Kinds from "./model/Kinds.js"
 export * as LabelSelector from "./model/LabelSelector.js"
@@ -138,6 +139,7 @@ export * as AgentUsage from "./agent/Usage.js"
 
 // Networking (DESIGN §8): Service data paths
 export * as ServiceBackends from "./network/ServiceBackends.js"
+export * as IngressRoutes from "./network/IngressRoutes.js"
 // Isolated network mode: pod CIDRs, pod IPs, ClusterIP rules, routes between nodes
 export * as Ipam from "./network/Ipam.js"
 export * as NodeRoutes from "./network/NodeRoutes.js"
