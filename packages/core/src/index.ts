@@ -138,6 +138,7 @@ export * as VolumeWriter from "./agent/VolumeWriter.js"
 export * as AgentUsage from "./agent/Usage.js"
 
 // Networking (DESIGN §8): Service data paths
+export * as DnsRecords from "./network/DnsRecords.js"
 export * as ServiceBackends from "./network/ServiceBackends.js"
 export * as IngressRoutes from "./network/IngressRoutes.js"
 // Isolated network mode: pod CIDRs, pod IPs, ClusterIP rules, routes between nodes

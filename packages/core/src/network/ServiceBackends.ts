@@ -125,6 +125,40 @@ export const backends = (slices: ReadonlyArray<JsonObject>, port: Pick<ServicePo
   return [...byKey.values()].sort(compare)
 }
 
+/** One endpoint of a Service whatever its ports (what DNS answers for a headless Service). */
+export type Endpoint = Omit<Backend, "port">
+
+/**
+ * Every endpoint address in `slices` regardless of port (a headless Service may have none),
+ * one entry per address, the readiest entry winning; sorted by address.
+ */
+export const endpoints = (slices: ReadonlyArray<JsonObject>): ReadonlyArray<Endpoint> => {
+  const byAddress = new Map<string, Endpoint>()
+  for (const slice of slices) {
+    const type = str(slice["addressType"])
+    if (type !== "IPv4" && type !== "IPv6") continue
+    for (const e of arr(slice["endpoints"]).map(obj)) {
+      const conditions = obj(e["conditions"])
+      const ready = conditions["ready"] !== false
+      const ref = obj(e["targetRef"])
+      for (const address of arr(e["addresses"]).map(str).filter((a) => a !== "")) {
+        const entry: Endpoint = {
+          address,
+          ready,
+          serving: conditions["serving"] === undefined ? ready : conditions["serving"] === true,
+          terminating: conditions["terminating"] === true,
+          hostname: str(e["hostname"]) === "" ? undefined : str(e["hostname"]),
+          nodeName: str(e["nodeName"]) === "" ? undefined : str(e["nodeName"]),
+          pod: str(ref["kind"]) === "Pod" && str(ref["name"]) !== "" ? `${str(ref["namespace"])}/${str(ref["name"])}` : undefined
+        }
+        const seen = byAddress.get(address)
+        if (seen === undefined || (!seen.ready && entry.ready)) byAddress.set(address, entry)
+      }
+    }
+  }
+  return [...byAddress.values()].sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0))
+}
+
 const compare = (a: Backend, b: Backend) => (a.address < b.address ? -1 : a.address > b.address ? 1 : a.port - b.port)
 
 /**
