@@ -148,6 +148,16 @@ export const SandboxSpec = Schema.Struct({
   hostname: opt(Schema.String),
   /** `host`: the host's network; `pod`: its own namespace and IP (only if `podNetwork`). */
   network: Schema.Literal("host", "pod"),
+  /** `network: pod`: the node's pod CIDR (`Node.spec.podCIDR`) the pod's IP comes from. */
+  podCidr: opt(Schema.String),
+  /** `network: pod`: the pod's resolver (`/etc/resolv.conf`), like the CRI's DNSConfig; absent: the host's. */
+  dns: opt(
+    Schema.Struct({
+      nameservers: Schema.Array(Schema.String),
+      searches: opt(Schema.Array(Schema.String)),
+      options: opt(Schema.Array(Schema.String))
+    })
+  ),
   ports: opt(Schema.Array(PortMapping)),
   /** Pod-level limits (the pod cgroup), on top of each container's own. */
   resources: opt(Resources),

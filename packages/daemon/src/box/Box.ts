@@ -23,6 +23,8 @@ export interface Config {
   readonly cgroups: "auto" | "none"
   readonly logMaxBytes: number
   readonly logMaxFiles: number
+  /** The bridge of pods with their own network (`network: pod`; default `fleet0`). */
+  readonly bridge?: string
 }
 
 /** `koder-fleet box --help`. */
@@ -35,7 +37,9 @@ export const usage = `usage: koder-fleet box [flags]
   --isolation auto|none    auto: Linux namespaces per pod when root (default); none: plain processes
   --cgroups auto|none      auto: cgroup limits and accounting when root (default); none: /proc only
   --log-max-size BYTES     rotate a container's log beyond this size (default 10485760)
-  --log-max-files N        rotated log files kept per container (default 2)`
+  --log-max-files N        rotated log files kept per container (default 2)
+  --bridge NAME            the bridge pods with their own network namespace attach to (default fleet0;
+                           isolated network mode: root, namespaces and iproute2)`
 
 /** Parse flags; a string is the error to print. */
 export const parseFlags = (args: ReadonlyArray<string>): Config | string => {
@@ -50,7 +54,8 @@ export const parseFlags = (args: ReadonlyArray<string>): Config | string => {
         isolation: { type: "string" },
         cgroups: { type: "string" },
         "log-max-size": { type: "string" },
-        "log-max-files": { type: "string" }
+        "log-max-files": { type: "string" },
+        bridge: { type: "string" }
       },
       strict: true,
       allowPositionals: false
@@ -85,7 +90,8 @@ export const parseFlags = (args: ReadonlyArray<string>): Config | string => {
     isolation,
     cgroups,
     logMaxBytes,
-    logMaxFiles
+    logMaxFiles,
+    bridge: str("bridge") ?? "fleet0"
   }
 }
 
@@ -105,7 +111,7 @@ export const start = async (config: Config): Promise<Box> => {
     config.driver === "runc"
       ? RuncDriver.open({ dataDir: config.dataDir, logRotation })
       : (() => {
-          const d = ProcessDriver.open({ dataDir: config.dataDir, isolation: config.isolation, cgroups: config.cgroups, logRotation })
+          const d = ProcessDriver.open({ dataDir: config.dataDir, isolation: config.isolation, cgroups: config.cgroups, logRotation, ...(config.bridge === undefined ? {} : { bridge: config.bridge }) })
           return { runtime: toRuntime(d), info: d.info, close: () => d.close() }
         })()
   const runtime = driver.runtime
@@ -150,7 +156,7 @@ export const main = async (args: ReadonlyArray<string>): Promise<number> => {
   const caps = box.info.capabilities
   console.log(
     `koder-fleet box: serving the kbox API on ${box.socketPath} ` +
-      `(driver process, isolation ${caps.isolation}, cgroups ${caps.cgroups}, data ${config.dataDir})`
+      `(driver process, isolation ${caps.isolation}, cgroups ${caps.cgroups}, pod network ${caps.podNetwork ? `on bridge ${config.bridge ?? "fleet0"}` : "none"}, data ${config.dataDir})`
   )
   await new Promise<void>((resolve) => {
     process.once("SIGTERM", () => resolve())

@@ -35,6 +35,11 @@ import { mkdir, rename, rm, writeFile } from "node:fs/promises"
 import { constants as osConstants } from "node:os"
 import { join } from "node:path"
 import * as Cgroups from "./Cgroups.js"
+import { IpamStore } from "./Ipam.js"
+import * as Nftables from "./Nftables.js"
+import * as NetworkPolicyEnforcer from "./NetworkPolicyEnforcer.js"
+import { PodNetwork } from "./PodNetwork.js"
+import * as PodNetworks from "./PodNetwork.js"
 import * as ContainerLogs from "./ContainerLogs.js"
 import { Launcher } from "./Launcher.js"
 import * as Procfs from "./Procfs.js"
@@ -50,6 +55,8 @@ export interface Options {
   readonly logRotation?: ContainerLogs.Rotation
   /** Liveness poll of running containers, for exits no event reported (default 1000 ms). */
   readonly pollIntervalMs?: number
+  /** The bridge pods with their own network attach to (default `fleet0`). */
+  readonly bridge?: string
 }
 
 /** What the driver reports as its version. */
@@ -75,6 +82,8 @@ interface SandboxRecord {
   holder?: { readonly unshare: ProcessId; readonly pid: number; readonly startTime: number }
   /** Container paths already bind-mounted in the pod's mount namespace. */
   mounts: Array<string>
+  /** `network: pod`: its address, from the node's pod CIDR (the holder holds its network namespace). */
+  network?: { readonly ip: string; readonly cidr: string }
 }
 
 interface ContainerRecord {
@@ -205,6 +214,9 @@ export class ProcessDriver {
   private closed = false
   private readonly launcher: Launcher
   private readonly saving = new Map<string, Promise<void>>()
+  /** Pod networks (isolated, with iproute2): the bridge and veths, and the persisted IPAM. */
+  private readonly podNet: PodNetwork | undefined
+  private ipam: IpamStore | undefined
 
   private constructor(private readonly options: Options) {
     const root = process.getuid?.() === 0
@@ -222,20 +234,23 @@ export class ProcessDriver {
     this.cg = options.cgroups === "none" ? Cgroups.none : Cgroups.detect(options.dataDir)
     this.launcher = new Launcher(this.tools.sh)
     this.rotation = options.logRotation ?? { maxBytes: 10 * 1024 * 1024, maxFiles: 2 }
+    this.podNet = this.isolated && PodNetworks.available() ? new PodNetwork(options.bridge) : undefined
     this.info = {
       name: "koder-fleet-box",
       version,
       driver: "process",
       capabilities: {
         isolation: this.isolated ? "namespaces" : "none",
-        namespaces: this.isolated ? ["pid", "mount", "uts", "ipc"] : [],
+        // `net` for sandboxes asking `network: pod`.
+        namespaces: this.isolated ? ["pid", "mount", "uts", "ipc", ...(this.podNet === undefined ? [] : ["net" as const])] : [],
         cgroups: this.cg.version,
         limits: this.cg.limits,
         bindMounts: this.isolated,
         runAsUser: root && this.tools.setpriv !== undefined,
-        podNetwork: false,
+        podNetwork: this.podNet !== undefined,
         checkpoint: false,
-        networkPolicy: false,
+        // Enforced by nftables inside each pod network namespace.
+        networkPolicy: this.podNet !== undefined && Nftables.nft() !== undefined,
         drivers: ["process"]
       }
     }
@@ -246,6 +261,8 @@ export class ProcessDriver {
     const d = new ProcessDriver(options)
     d.lock()
     d.load()
+    // Addresses of sandboxes this box no longer has (it died between the two) are free again.
+    if (d.podNet !== undefined) d.ipam = IpamStore.open(options.dataDir, new Set(d.sandboxes.keys()))
     d.poller = setInterval(() => d.pollAll(), options.pollIntervalMs ?? 1000)
     d.poller.unref()
     return d
@@ -536,34 +553,64 @@ export class ProcessDriver {
     const ready =
       rec.holder === undefined ||
       (rec.bootId === this.bootId && Procfs.isAlive(rec.holder.pid, rec.holder.startTime))
-    return { id: rec.id, spec: rec.spec, state: ready ? "ready" : "notready", createdAt: rec.createdAt }
+    return { id: rec.id, spec: rec.spec, state: ready ? "ready" : "notready", ...(rec.network === undefined ? {} : { ip: rec.network.ip }), createdAt: rec.createdAt }
   }
 
   async createSandbox(spec: Runtime.SandboxSpec): Promise<Runtime.Sandbox> {
     for (const s of this.sandboxes.values())
       if (s.spec.podUid === spec.podUid)
         throw new Runtime.AlreadyExists({ kind: "sandbox", id: s.id, message: `pod ${spec.podUid} already has sandbox ${s.id}` })
-    if (spec.network === "pod")
-      throw invalid("network: this box has no pod networking (capabilities.podNetwork is false); use host")
+    const podNetwork = spec.network === "pod"
+    if (podNetwork && this.podNet === undefined)
+      throw invalid("network: this box has no pod networking (capabilities.podNetwork is false: it needs root, namespaces and iproute2); use host")
+    if (podNetwork && spec.podCidr === undefined) throw invalid("podCidr: required with network pod (the node's spec.podCIDR)")
     const rec: SandboxRecord = { id: newId(), spec, createdAt: now(), bootId: this.bootId, mounts: [] }
     // Claimed before the first await, so a concurrent create for the same pod sees it.
     this.sandboxes.set(rec.id, rec)
     try {
       if (this.cg.version !== "none") this.cg.create(rec.id, spec.resources)
-      if (this.isolated) rec.holder = await this.startHolder(rec.id, (spec.hostname ?? spec.name).slice(0, 63))
+      if (this.isolated) rec.holder = await this.startHolder(rec.id, (spec.hostname ?? spec.name).slice(0, 63), podNetwork)
+      if (podNetwork) await this.connect(rec, spec.podCidr!)
       this.saveSandbox(rec)
     } catch (e) {
       this.sandboxes.delete(rec.id)
       if (rec.holder) kill({ pid: rec.holder.pid, startTime: rec.holder.startTime }, "SIGKILL")
       this.cg.remove(rec.id)
+      if (podNetwork) {
+        this.ipam?.release(rec.id)
+        void this.podNet?.detach(rec.id)
+      }
+      if (e instanceof Runtime.Invalid) throw e
       throw e instanceof Runtime.Unavailable ? e : new Runtime.Unavailable({ message: `sandbox: ${String(e)}` })
     }
     return this.sandboxOf(rec)
   }
 
-  private async startHolder(id: string, hostname: string): Promise<NonNullable<SandboxRecord["holder"]>> {
+  /**
+   * Link a new sandbox's network namespace to the node: an address from the IPAM (recorded on
+   * disk before it is used), the veth on the bridge, and the pod's resolv.conf bind-mounted in
+   * its mount namespace.
+   */
+  private async connect(rec: SandboxRecord, cidr: string): Promise<void> {
+    const holder = rec.holder!
+    let ip: string
+    try {
+      ip = this.ipam!.allocate(cidr, rec.id)
+    } catch (e) {
+      throw invalid(`podCidr: ${e instanceof Error ? e.message : String(e)}`)
+    }
+    rec.network = { ip, cidr }
+    await this.podNet!.attach(rec.id, holder.pid, ip, cidr)
+    if (rec.spec.dns !== undefined) {
+      const file = join(this.dataDir, "sandboxes", `${rec.id}.resolv.conf`)
+      writeFileSync(file, PodNetworks.resolvConf(rec.spec.dns), { mode: 0o644 })
+      await Nftables.run([this.tools.nsenter!, "-t", String(holder.pid), "-m", "--", "mount", "--bind", file, "/etc/resolv.conf"])
+    }
+  }
+
+  private async startHolder(id: string, hostname: string, net = false): Promise<NonNullable<SandboxRecord["holder"]>> {
     const file = join(this.dataDir, "sandboxes", `${id}.launch`)
-    writeFileSync(file, Shim.holderFile(this.tools, hostname), { mode: 0o600 })
+    writeFileSync(file, Shim.holderFile(this.tools, hostname, net), { mode: 0o600 })
     const answer = await this.launcher.run(file)
     rmSync(file, { force: true })
     const unshare = processId(Number(answer?.[0]))
@@ -574,6 +621,16 @@ export class ProcessDriver {
       await sleep(i < 20 ? 1 : 5)
     }
     throw new Runtime.Unavailable({ message: "sandbox: the namespace holder did not start" })
+  }
+
+  /**
+   * The network namespace of a container's pod (`/proc/<holder>/ns/net`), when the pod has its
+   * own (`network: pod`) and it is alive: where NetworkPolicy rules for the pod go.
+   */
+  podNetns(containerId: string): string | undefined {
+    const sb = this.sandboxes.get(this.live(containerId).rec.spec.sandboxId)
+    if (sb?.network === undefined || sb.holder === undefined || !Procfs.isAlive(sb.holder.pid, sb.holder.startTime)) return undefined
+    return PodNetworks.netnsPath(sb.holder.pid)
   }
 
   getSandbox(id: string): Runtime.Sandbox {
@@ -599,6 +656,12 @@ export class ProcessDriver {
     if (this.cg.version !== "none") {
       await this.cg.killAll(id)
       this.cg.remove(id)
+    }
+    if (rec.network !== undefined) {
+      // The namespace ended with its holder, taking the veth along; the host end goes in any case.
+      await this.podNet?.detach(id)
+      this.ipam?.release(id)
+      rmSync(join(this.dataDir, "sandboxes", `${id}.resolv.conf`), { force: true })
     }
     rmSync(join(this.dataDir, "sandboxes", `${id}.json`), { force: true })
     this.sandboxes.delete(id)
@@ -702,7 +765,7 @@ export class ProcessDriver {
     this.bindMounts(sb, spec.mounts ?? [])
     const env: Record<string, string> = { PATH: defaultPath, ...spec.env }
     if (rec.cgroup) env.FLEET_SHIM_CGROUPS = this.cg.procsFiles(path).join(" ")
-    const ctx: Shim.Context = { holderPid: sb.holder?.pid, user: spec.user }
+    const ctx: Shim.Context = { holderPid: sb.holder?.pid, net: sb.network !== undefined, user: spec.user }
     const chain = Shim.processChain(this.tools, ctx, spec.workingDir ?? "", [...spec.command, ...(spec.args ?? [])])
     const file = join(dir, "launch")
     await writeFile(file, Shim.launchFile(this.tools, dir, chain, env), { mode: 0o600 })
@@ -793,7 +856,7 @@ export class ProcessDriver {
     const sb = this.sandboxes.get(rec.spec.sandboxId)
     const env: Record<string, string> = { PATH: defaultPath, ...rec.spec.env, ...request.env }
     if (rec.cgroup) env.FLEET_SHIM_CGROUPS = this.cg.procsFiles(`${rec.spec.sandboxId}/${rec.id}`).join(" ")
-    const ctx: Shim.Context = { holderPid: sb?.holder?.pid, user: rec.spec.user }
+    const ctx: Shim.Context = { holderPid: sb?.holder?.pid, net: sb?.network !== undefined, user: rec.spec.user }
     const child = spawn(this.tools.sh, Shim.execArgv(this.tools, ctx, request.workingDir ?? rec.spec.workingDir ?? "", request.command), {
       detached: true,
       env,
@@ -1030,7 +1093,8 @@ const isRuntimeError = (e: unknown): e is Runtime.RuntimeError =>
   e instanceof Runtime.NotFound ||
   e instanceof Runtime.AlreadyExists ||
   e instanceof Runtime.Invalid ||
-  e instanceof Runtime.Unavailable
+  e instanceof Runtime.Unavailable ||
+  e instanceof Runtime.Unsupported
 
 /** Run a driver call as an Effect; anything unexpected it throws is `Unavailable`. */
 const call = <A, E extends Runtime.RuntimeError>(f: () => A | Promise<A>): Effect.Effect<A, E> =>
@@ -1060,7 +1124,8 @@ export const toRuntime = (d: ProcessDriver): Runtime.RuntimeService => ({
     inspect: (id) => call(() => d.inspectContainer(id)),
     logs: (id, options) => d.logs(id, options),
     stats: (id) => call(() => d.statsOf(id)),
-    processes: (id) => call(() => d.processesOf(id))
+    processes: (id) => call(() => d.processesOf(id)),
+    applyNetworkPolicy: (id, rules) => call(() => NetworkPolicyEnforcer.applyToPod(d.podNetns(id), rules))
   },
   images: {
     import: (request) => call(() => d.importImage(request)),

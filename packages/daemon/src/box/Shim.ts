@@ -87,6 +87,8 @@ export interface Tools {
 /** How to enter a container: the pod's namespaces (by its holder's pid) and the user. */
 export interface Context {
   readonly holderPid: number | undefined
+  /** The pod has its own network namespace (held by the holder too). */
+  readonly net?: boolean
   readonly user: { readonly uid: number; readonly gid?: number; readonly supplementalGroups?: ReadonlyArray<number> } | undefined
 }
 
@@ -94,7 +96,7 @@ export interface Context {
 const inside = (tools: Tools, ctx: Context, failCode: number, workingDir: string, argv: ReadonlyArray<string>) => {
   const out: Array<string> = []
   if (ctx.holderPid !== undefined && tools.nsenter !== undefined)
-    out.push(tools.nsenter, "-t", String(ctx.holderPid), "-p", "-m", "-u", "-i", "--")
+    out.push(tools.nsenter, "-t", String(ctx.holderPid), "-p", "-m", "-u", "-i", ...(ctx.net === true ? ["-n"] : []), "--")
   if (ctx.user !== undefined && tools.setpriv !== undefined) {
     const gid = ctx.user.gid ?? ctx.user.uid
     const groups = ctx.user.supplementalGroups ?? []
@@ -144,11 +146,11 @@ export const launchFile = (
 }
 
 /** The launch file of a pod holder: answers "TOKEN <pid>", then becomes `setsid unshare ...`. */
-export const holderFile = (tools: Tools, hostname: string): string =>
+export const holderFile = (tools: Tools, hostname: string, net = false): string =>
   [
     "read -r self _ </proc/self/stat",
     'echo "$1 $self"',
-    `exec ${[tools.setsid, tools.unshare ?? "unshare", ...holderArgv(tools, hostname)].map(quote).join(" ")} </dev/null >/dev/null 2>&1`,
+    `exec ${[tools.setsid, tools.unshare ?? "unshare", ...holderArgv(tools, hostname, net)].map(quote).join(" ")} </dev/null >/dev/null 2>&1`,
     ""
   ].join("\n")
 
@@ -160,8 +162,9 @@ export const execArgv = (
   argv: ReadonlyArray<string>
 ): Array<string> => ["-c", enterScript, "enter", ...inside(tools, ctx, 126, workingDir, argv)]
 
-/** argv of `unshare` making a pod's namespaces, with the holder as their pid 1. */
-export const holderArgv = (tools: Tools, hostname: string): Array<string> => [
+/** argv of `unshare` making a pod's namespaces (`net`: a network namespace too), with the holder as their pid 1. */
+export const holderArgv = (tools: Tools, hostname: string, net = false): Array<string> => [
+  ...(net ? ["--net"] : []),
   "--pid",
   "--fork",
   "--mount",
