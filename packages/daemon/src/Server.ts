@@ -6,7 +6,7 @@
  *   flags ─▶ data dir ─▶ Tls.ensure ─▶ Bootstrap.load ─▶ store ─▶ HttpServer ─▶ ApiServer
  *         ─▶ Bootstrap.publish (kubeconfig) ─▶ "listening" line ─▶ wait for a signal ─▶ drain
  */
-import { AdmissionPlugins, ApiServer, Binding, Eviction, type Http, MetricsApi, MetricsSource, NodeAccess, Placement, PodExec, PodLog, Registry, type Store } from "@koder/fleet-core"
+import { AdmissionPlugins, ApiServer, Binding, Client, Eviction, type Http, InProcess, MetricsApi, MetricsSource, NodeAccess, Placement, PodExec, PodLog, Registry, type Store } from "@koder/fleet-core"
 import { PgStore } from "@koder/fleet-store-pg"
 import { SqliteStore } from "@koder/fleet-store-sqlite"
 import { Cause, Duration, Effect, Either, Exit, Option, Scope } from "effect"
@@ -17,6 +17,7 @@ import * as Bootstrap from "./Bootstrap.js"
 import * as ControlPlane from "./ControlPlane.js"
 import { ConfigError, describe, type DaemonError } from "./DaemonError.js"
 import * as HttpServer from "./HttpServer.js"
+import * as IngressProxy from "./net/IngressProxy.js"
 import * as RemoteNodeAccess from "./RemoteNodeAccess.js"
 import { ensureDir } from "./internal/files.js"
 import * as SecurityFlags from "./security/Flags.js"
@@ -35,6 +36,8 @@ export interface Config {
   readonly disabledControllers: ReadonlyArray<string>
   /** Flags of the security components, passed through (see security/Context.ts). */
   readonly security: Readonly<Record<string, string | ReadonlyArray<string> | boolean | undefined>>
+  /** The HTTP(S) ingress (net/IngressProxy.ts); a listener undefined is off. */
+  readonly ingress: { readonly http: IngressProxy.Listen | undefined; readonly https: IngressProxy.Listen | undefined; readonly timeouts: IngressProxy.Timeouts }
 }
 
 /** `koder-fleet server --help`. */
@@ -54,7 +57,13 @@ export const usage = `usage: koder-fleet server [flags]
   --max-watches-inflight N     concurrent watches per client (default 1000)
   --request-timeout DURATION   time limit of a non-watch request, e.g. 60s, 500ms, 2m (default 60s)
   --disable-controllers NAMES  controllers not to run, comma-separated (e.g. cronjob,scheduler); * runs none.
-                               With --store postgres, controllers run only in the server holding the lease${SecurityFlags.usage}`
+                               With --store postgres, controllers run only in the server holding the lease
+  --ingress-listen HOST:PORT   the ingress's HTTP address (default 127.0.0.1:8080; off: none)
+  --ingress-tls-listen HOST:PORT
+                               the ingress's HTTPS address (default 127.0.0.1:8443; off: none)
+  --ingress-timeout DURATION   how long the ingress waits for a Service's answer before 504 (default 60s)
+  --ingress-connect-timeout DURATION
+                               how long it tries to connect to one endpoint before the next (default 5s)${SecurityFlags.usage}`
 
 const fail = (message: string) => Either.left(new ConfigError({ message }))
 
@@ -106,6 +115,10 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
             "max-watches-inflight": { type: "string" },
             "request-timeout": { type: "string" },
             "disable-controllers": { type: "string", multiple: true },
+            "ingress-listen": { type: "string" },
+            "ingress-tls-listen": { type: "string" },
+            "ingress-timeout": { type: "string" },
+            "ingress-connect-timeout": { type: "string" },
             ...SecurityFlags.options
           }
         }).values,
@@ -140,6 +153,11 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
         ca: parsed["tls-ca"]
       },
       disabledControllers: yield* parseDisabled(parsed["disable-controllers"] ?? []),
+      ingress: {
+        http: yield* parseListener("--ingress-listen", parsed["ingress-listen"], "127.0.0.1:8080"),
+        https: yield* parseListener("--ingress-tls-listen", parsed["ingress-tls-listen"], "127.0.0.1:8443"),
+        timeouts: yield* parseIngressTimeouts(parsed["ingress-timeout"], parsed["ingress-connect-timeout"])
+      },
       security: Object.fromEntries(Object.keys(SecurityFlags.options).map((k) => [k, (parsed as Record<string, string | undefined>)[k]])),
       limits: {
         maxInFlight: yield* parseCount("--max-requests-inflight", parsed["max-requests-inflight"], HttpServer.defaults.maxInFlight),
@@ -147,6 +165,22 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
         requestTimeout: parsed["request-timeout"] === undefined ? HttpServer.defaults.requestTimeout : yield* parseDuration("--request-timeout", parsed["request-timeout"])
       }
     }
+  })
+
+/** A listener flag: `HOST:PORT`, or `off`; explicit when given (then failing to bind it fails startup). */
+const parseListener = (flag: string, text: string | undefined, fallback: string): Either.Either<IngressProxy.Listen | undefined, ConfigError> => {
+  if (text === "off") return Either.right(undefined)
+  return Either.map(
+    Either.mapLeft(parseListen(text ?? fallback), () => new ConfigError({ message: `${flag} ${JSON.stringify(text)}: expected HOST:PORT or off` })),
+    (l) => ({ ...l, explicit: text !== undefined })
+  )
+}
+
+const parseIngressTimeouts = (response: string | undefined, connect: string | undefined): Either.Either<IngressProxy.Timeouts, ConfigError> =>
+  Either.gen(function* () {
+    const responseMs = response === undefined ? IngressProxy.defaultTimeouts.responseMs : Duration.toMillis(yield* parseDuration("--ingress-timeout", response))
+    const connectMs = connect === undefined ? IngressProxy.defaultTimeouts.connectMs : Duration.toMillis(yield* parseDuration("--ingress-connect-timeout", connect))
+    return { responseMs, connectMs, idleMs: responseMs }
   })
 
 const parseDisabled = (values: ReadonlyArray<string>): Either.Either<ReadonlyArray<string>, ConfigError> => {
@@ -299,6 +333,15 @@ export const run = (
         ...(typeof config.security["service-cluster-ip-range"] === "string" ? { controllers: { clusterIpRepair: { range: config.security["service-cluster-ip-range"] } } } : {})
       }, plane).pipe(Scope.extend(apiScope))
 
+      // The ingress reads the cluster and writes Ingress status as the control plane does (loopback).
+      const ingress =
+        config.ingress.http === undefined && config.ingress.https === undefined
+          ? undefined
+          : yield* IngressProxy.make({
+              client: Client.make({ server: "https://loopback.fleet.internal", token: loopback.token, fetch: InProcess.fetch(api.handle, { client: "fleet-ingress" }) }),
+              ...config.ingress
+            }).pipe(Scope.extend(apiScope))
+
       if (alongside !== undefined) {
         yield* alongside({
           handle: api.handle,
@@ -321,6 +364,7 @@ export const run = (
       }
       if (published.warning !== undefined) console.error(`koder-fleet server: ${published.warning}`)
       for (const line of security.banner) console.log(`koder-fleet server: ${line}`)
+      if (ingress !== undefined) console.log(`koder-fleet ${role}: ${IngressProxy.describeListeners(ingress)}`)
       console.log(`koder-fleet ${role} listening on https://${urlHost(http.address.host)}:${http.address.port} (kubeconfig: ${published.kubeconfig})`)
       yield* ready
 

@@ -461,3 +461,9 @@ export const make = (options: Options): Effect.Effect<IngressProxy, ListenError,
     }
     return { http, https, table }
   })
+
+const urlOf = (scheme: string, a: { readonly host: string; readonly port: number } | undefined) =>
+  a === undefined ? `${scheme} off` : `${scheme}://${a.host.includes(":") ? `[${a.host}]` : a.host}:${a.port}`
+
+/** The line a role prints at start: `ingress on http://127.0.0.1:8080, https://127.0.0.1:8443` (tests read the ports from it). */
+export const describeListeners = (proxy: Pick<IngressProxy, "http" | "https">): string => `ingress on ${urlOf("http", proxy.http)}, ${urlOf("https", proxy.https)}`
