@@ -3,6 +3,7 @@
  * adapters (SQLite, PostgreSQL, kbox) live in their own packages.
  */
 // Model (DESIGN §3)
+export * as AlertRuleModel from "./model/AlertRule.js"
 export * as Apps from "./model/Apps.js"
 export * as Autoscaling from "./model/Autoscaling.js"
 export * as Authorization from "./model/Authorization.js"
@@ -95,12 +96,14 @@ export * as Transformer from "./api/Transformer.js"
 export * as AdmissionPlugins from "./admission/index.js"
 
 // Controllers (DESIGN §6)
+export * as AlertRule from "./controllers/AlertRule.js"
 export * as Conditions from "./controllers/Conditions.js"
 export * as Controller from "./controllers/Controller.js"
 export * as ControllerManager from "./controllers/ControllerManager.js"
 export * as Controllers from "./controllers/index.js"
 export * as EventRecorder from "./controllers/EventRecorder.js"
 export * as Informer from "./controllers/Informer.js"
+export * as Notifier from "./controllers/Notifier.js"
 export * as Pods from "./controllers/Pods.js"
 export * as WorkQueue from "./controllers/WorkQueue.js"
 

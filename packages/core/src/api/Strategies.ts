@@ -4,6 +4,7 @@
  * Each rule is a small pure function over JSON, mirroring the Kubernetes registry it comes from.
  */
 import { Either, type Schema } from "effect"
+import * as AlertRule from "../model/AlertRule.js"
 import * as Apps from "../model/Apps.js"
 import * as Autoscaling from "../model/Autoscaling.js"
 import * as Batch from "../model/Batch.js"
@@ -345,6 +346,21 @@ const strategies: Record<string, Strategy> = {
     tracksGeneration: true
   },
   "fleet.koder.dev/v1/ProcessControl": { ...base, validate: typed(ProcessControl.ProcessControl, ProcessControl.validate) },
+  "fleet.koder.dev/v1/AlertRule": {
+    ...base,
+    defaults: (o) =>
+      withSpec(o, (s) => {
+        const d = AlertRule.defaults
+        const threshold = obj(s["threshold"]) ?? {}
+        const webhook = obj(s["webhook"])
+        let spec: Json = { ...s, threshold: withDefault(withDefault(threshold, "count", d.count), "window", d.window) }
+        spec = withDefault(withDefault(withDefault(spec, "severity", d.severity), "resendInterval", d.resendInterval), "sendResolved", d.sendResolved)
+        return webhook ? { ...spec, webhook: withDefault(webhook, "timeoutSeconds", d.timeoutSeconds) } : spec
+      }),
+    prepareForCreate: (o) => ({ ...o, status: {} }),
+    validate: typed(AlertRule.AlertRule, AlertRule.validate),
+    tracksGeneration: true
+  },
   "apiextensions.k8s.io/v1/CustomResourceDefinition": {
     ...base,
     validate: (o) => {
@@ -598,7 +614,8 @@ const withStatus = new Set([
   "PodDisruptionBudget",
   "CustomResourceDefinition",
   "ResourceQuota",
-  "Ingress"
+  "Ingress",
+  "AlertRule"
 ])
 const replicasScale: ScaleSpec = { specReplicasPath: "spec.replicas", statusReplicasPath: "status.replicas", labelSelectorPath: "spec.selector" }
 const scale: Record<string, ScaleSpec> = { Deployment: replicasScale, ReplicaSet: replicasScale, StatefulSet: replicasScale }
@@ -903,6 +920,13 @@ const columns: Record<string, ReadonlyArray<PrinterColumn>> = {
     { name: "Message", type: "string", value: ".message" }
   ],
   Lease: [{ name: "Holder", type: "string", value: ".spec.holderIdentity" }, age],
+  AlertRule: [
+    { name: "Firing", type: "boolean", value: (o) => obj(o["status"])?.["firing"] === true },
+    { name: "Last Fired", type: "date", value: ".status.lastFiredTime" },
+    { name: "Last Delivery", type: "date", value: ".status.lastDeliveryTime" },
+    { name: "Error", type: "string", value: (o) => obj(o["status"])?.["lastDeliveryError"] ?? "", priority: 1 },
+    age
+  ],
   Endpoints: [
     {
       name: "Endpoints",

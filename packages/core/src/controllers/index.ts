@@ -4,6 +4,7 @@
  * how it follows Kubernetes.
  */
 import type * as Controller from "./Controller.js"
+import * as AlertRule from "./AlertRule.js"
 import * as ClusterIpRepair from "./ClusterIpRepair.js"
 import * as CronJob from "./CronJob.js"
 import * as DaemonSet from "./DaemonSet.js"
@@ -25,6 +26,7 @@ import * as ServiceAccount from "./ServiceAccount.js"
 import * as StatefulSet from "./StatefulSet.js"
 
 export {
+  AlertRule,
   ClusterIpRepair,
   CronJob,
   DaemonSet,
@@ -50,6 +52,7 @@ export {
 export interface Options {
   /** Reconciler names to leave out (`cronjob`, `node-lifecycle`, …). */
   readonly disabled?: ReadonlyArray<string>
+  readonly alertRule?: AlertRule.Options
   readonly clusterIpRepair?: ClusterIpRepair.Options
   readonly daemonSet?: DaemonSet.Options
   readonly deployment?: Deployment.Options
@@ -90,7 +93,8 @@ export const all = (options: Options = {}): ReadonlyArray<Controller.Reconciler>
     Disruption.reconciler(),
     ResourceQuota.reconciler(options.resourceQuota),
     HorizontalPodAutoscaler.reconciler(options.horizontalPodAutoscaler),
-    EventTtl.reconciler(options.eventTtl)
+    EventTtl.reconciler(options.eventTtl),
+    AlertRule.reconciler(options.alertRule)
   ].filter((r) => !disabled.has(r.name))
 }
 

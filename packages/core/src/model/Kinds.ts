@@ -4,6 +4,7 @@
  * The API server's routing, discovery and decoding all read this one table.
  */
 import { Either, Option, type Schema } from "effect"
+import * as AlertRuleModule from "./AlertRule.js"
 import * as Apps from "./Apps.js"
 import * as Autoscaling from "./Autoscaling.js"
 import * as Batch from "./Batch.js"
@@ -106,6 +107,7 @@ export const all: ReadonlyArray<KindInfo> = [
   info("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings", true, [], RbacModule.RoleBinding),
   info("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "clusterrolebindings", false, [], RbacModule.ClusterRoleBinding),
   info("fleet.koder.dev/v1", "ProcessControl", "processcontrols", true, [], ProcessControlModule.ProcessControl),
+  info("fleet.koder.dev/v1", "AlertRule", "alertrules", true, [], AlertRuleModule.AlertRule),
   info("apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", false, ["crd", "crds"], Crd.CustomResourceDefinition)
 ]
 

@@ -3,6 +3,7 @@
  * quantities, selectors, field errors and decoding. Import a module as a namespace
  * (`Pod.Pod`, `Quantity.parse`, `LabelSelector.matches`).
  */
+export * as AlertRule from "./AlertRule.js"
 export * as Apps from "./Apps.js"
 export * as Autoscaling from "./Autoscaling.js"
 export * as Authorization from "./Authorization.js"

@@ -78,6 +78,7 @@ export const builtInMergeKeys: Readonly<Record<string, MergeKeys>> = {
   "networking.k8s.io/v1/IPAddress": objectMeta(""),
   "scheduling.k8s.io/v1/PriorityClass": objectMeta(""),
   "fleet.koder.dev/v1/ProcessControl": objectMeta(""),
+  "fleet.koder.dev/v1/AlertRule": { ...objectMeta(""), "spec.webhook.headers": "name" },
   "autoscaling/v2/HorizontalPodAutoscaler": { ...objectMeta(""), "status.conditions": "type" },
   "networking.k8s.io/v1/Ingress": objectMeta(""),
   "networking.k8s.io/v1/IngressClass": objectMeta(""),
