@@ -93,7 +93,8 @@ const viewRules: ReadonlyArray<Rule> = [
   rule(read, ["policy"], ["poddisruptionbudgets", "poddisruptionbudgets/status"]),
   rule(read, ["networking.k8s.io"], ["ingresses", "ingresses/status", "networkpolicies"]),
   rule(read, ["events.k8s.io"], ["events"]),
-  rule(read, ["coordination.k8s.io"], ["leases"])
+  rule(read, ["coordination.k8s.io"], ["leases"]),
+  rule(read, ["fleet.koder.dev"], ["alertrules", "alertrules/status"])
 ]
 
 const editRules: ReadonlyArray<Rule> = [
@@ -109,7 +110,8 @@ const editRules: ReadonlyArray<Rule> = [
   rule(write, ["policy"], ["poddisruptionbudgets"]),
   rule(write, ["networking.k8s.io"], ["ingresses", "networkpolicies"]),
   rule(write, ["discovery.k8s.io"], ["endpointslices"]),
-  rule(write, ["coordination.k8s.io"], ["leases"])
+  rule(write, ["coordination.k8s.io"], ["leases"]),
+  rule(write, ["fleet.koder.dev"], ["alertrules"])
 ]
 
 const adminRules: ReadonlyArray<Rule> = [
