@@ -67,8 +67,16 @@ export class Unavailable extends Schema.TaggedError<Unavailable>()("RuntimeUnava
   message: Schema.String
 }) {}
 
+/**
+ * The runtime cannot do this at all with its driver or network mode (NetworkPolicy enforcement
+ * without pod network namespaces) (HTTP 501). Unlike `Unavailable`, retrying will not help.
+ */
+export class Unsupported extends Schema.TaggedError<Unsupported>()("RuntimeUnsupported", {
+  message: Schema.String
+}) {}
+
 /** Every failure of the port. */
-export type RuntimeError = NotFound | AlreadyExists | Invalid | Unavailable
+export type RuntimeError = NotFound | AlreadyExists | Invalid | Unavailable | Unsupported
 
 // ---------------------------------------------------------------------------------------------
 // Info
@@ -394,6 +402,52 @@ export const Process = Schema.Struct({
 export type Process = typeof Process.Type
 
 // ---------------------------------------------------------------------------------------------
+// NetworkPolicy: the rules one pod's network namespace enforces, already resolved by the agent
+// (peer pods as /32 or /128 CIDRs, named ports as numbers). Loopback and established/related
+// traffic are always allowed; the runtime adds that itself.
+// ---------------------------------------------------------------------------------------------
+
+/** A port or port range (`port`..`endPort`) of one protocol; without `port`, every port of it. */
+export const PolicyPort = Schema.Struct({
+  protocol: Schema.Literal("TCP", "UDP", "SCTP"),
+  port: opt(Schema.Number),
+  endPort: opt(Schema.Number)
+})
+/** A port or port range. */
+export type PolicyPort = typeof PolicyPort.Type
+
+/** One allowed peer set: without `cidrs`, any peer; without `ports`, every port. */
+export const PolicyAllow = Schema.Struct({
+  cidrs: opt(Schema.Array(Schema.String)),
+  /** Holes in `cidrs` (an ipBlock's `except`). */
+  except: opt(Schema.Array(Schema.String)),
+  ports: opt(Schema.Array(PolicyPort))
+})
+/** One allowed peer set. */
+export type PolicyAllow = typeof PolicyAllow.Type
+
+/** One direction: `isolated: false` allows everything; otherwise only what some `allow` entry matches. */
+export const PolicyDirection = Schema.Struct({
+  isolated: Schema.Boolean,
+  allow: Schema.Array(PolicyAllow)
+})
+/** One direction of a pod's rules. */
+export type PolicyDirection = typeof PolicyDirection.Type
+
+/** `POST /v1/containers/{id}/network-policy`: the pod's whole policy, replacing the previous one atomically. */
+export const NetworkPolicyRules = Schema.Struct({
+  ingress: PolicyDirection,
+  egress: PolicyDirection
+})
+/** A pod's resolved NetworkPolicy. */
+export type NetworkPolicyRules = typeof NetworkPolicyRules.Type
+
+/** The answer of `applyNetworkPolicy`: how many firewall rules the pod now has. */
+export const NetworkPolicyApplied = Schema.Struct({ rules: Schema.Number })
+/** The answer of `applyNetworkPolicy`. */
+export type NetworkPolicyApplied = typeof NetworkPolicyApplied.Type
+
+// ---------------------------------------------------------------------------------------------
 // Images
 // ---------------------------------------------------------------------------------------------
 
@@ -471,6 +525,15 @@ export interface Containers {
   readonly stats: (id: string) => Effect.Effect<Stats, NotFound | Invalid | Unavailable>
   /** The processes of a running container (empty when not running). */
   readonly processes: (id: string) => Effect.Effect<ReadonlyArray<Process>, NotFound | Unavailable>
+  /**
+   * Enforce `rules` in the network namespace of the container's pod (any container of the pod
+   * will do), replacing what was there atomically. `Unsupported` when this runtime cannot
+   * (`capabilities.networkPolicy` is false, or the pod shares the host's network).
+   */
+  readonly applyNetworkPolicy: (
+    id: string,
+    rules: NetworkPolicyRules
+  ) => Effect.Effect<NetworkPolicyApplied, NotFound | Invalid | Unavailable | Unsupported>
 }
 
 /** Image operations. */
