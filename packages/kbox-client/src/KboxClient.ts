@@ -155,6 +155,11 @@ export const makeWith = (pool: Pool, options: Options): Runtime.RuntimeService =
       decoded(ProcessList, "GET", `/containers/${enc(id)}/processes`).pipe(Effect.map((l) => l.items)) as Effect.Effect<
         ReadonlyArray<Runtime.Process>,
         Runtime.NotFound | Runtime.Unavailable
+      >,
+    applyNetworkPolicy: (id, rules) =>
+      decoded(Runtime.NetworkPolicyApplied, "POST", `/containers/${enc(id)}/network-policy`, rules) as Effect.Effect<
+        Runtime.NetworkPolicyApplied,
+        Runtime.NotFound | Runtime.Invalid | Runtime.Unavailable | Runtime.Unsupported
       >
   }
 

@@ -9,7 +9,7 @@ import { Runtime } from "@koder/fleet-core"
 export const prefix = "/v1" as const
 
 /** Error codes on the wire: language-neutral names of the port's tagged errors. */
-export type ErrorCode = "NotFound" | "AlreadyExists" | "Invalid" | "Unavailable"
+export type ErrorCode = "NotFound" | "AlreadyExists" | "Invalid" | "Unavailable" | "Unsupported"
 
 /** `{"error": {...}}`: the body of every non-2xx answer. */
 export interface ErrorBody {
@@ -27,7 +27,8 @@ export const statusOf: Readonly<Record<ErrorCode, number>> = {
   NotFound: 404,
   AlreadyExists: 409,
   Invalid: 400,
-  Unavailable: 503
+  Unavailable: 503,
+  Unsupported: 501
 }
 
 /** Encode one of the port's errors as the wire's error body and status. */
@@ -44,6 +45,8 @@ export const encodeError = (error: Runtime.RuntimeError): { readonly status: num
       return { status: 400, body: { error: { code: "Invalid", message: error.message } } }
     case "RuntimeUnavailable":
       return { status: 503, body: { error: { code: "Unavailable", message: error.message } } }
+    case "RuntimeUnsupported":
+      return { status: 501, body: { error: { code: "Unsupported", message: error.message } } }
   }
 }
 
@@ -71,6 +74,8 @@ export const decodeError = (status: number, text: string): Runtime.RuntimeError 
       return new Runtime.AlreadyExists({ kind, id, message })
     case "Invalid":
       return new Runtime.Invalid({ message })
+    case "Unsupported":
+      return new Runtime.Unsupported({ message })
     default:
       return new Runtime.Unavailable({ message })
   }

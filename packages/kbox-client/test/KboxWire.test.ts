@@ -7,7 +7,8 @@ describe("KboxWire errors", () => {
     [new Runtime.NotFound({ kind: "container", id: "c1", message: "container c1 not found" }), 404],
     [new Runtime.AlreadyExists({ kind: "sandbox", id: "s1", message: "pod has s1" }), 409],
     [new Runtime.Invalid({ message: "command: required" }), 400],
-    [new Runtime.Unavailable({ message: "spawn failed" }), 503]
+    [new Runtime.Unavailable({ message: "spawn failed" }), 503],
+    [new Runtime.Unsupported({ message: "no pod network namespace" }), 501]
   ] as const)("%s survives the wire with status %i", (error, status) => {
     const encoded = KboxWire.encodeError(error)
     expect(encoded.status).toBe(status)

@@ -44,6 +44,7 @@ export interface Call {
     | "container.signal"
     | "container.exec"
     | "container.remove"
+    | "container.networkPolicy"
   readonly id: string
   readonly detail?: string
 }
@@ -70,6 +71,8 @@ export interface ControlService {
   readonly setBehavior: (behavior: (spec: Runtime.ContainerSpec) => Behavior) => Effect.Effect<void>
   /** Every mutating call so far, in order. */
   readonly calls: Effect.Effect<ReadonlyArray<Call>>
+  /** The NetworkPolicy rules each sandbox was last given (only with `capabilities.networkPolicy`). */
+  readonly networkPolicies: Effect.Effect<ReadonlyMap<string, Runtime.NetworkPolicyRules>>
 }
 
 /** Test control of a `MemoryRuntime`. */
@@ -140,6 +143,7 @@ export const make = (options: Options = {}) =>
     const sandboxes = new Map<string, Runtime.Sandbox>()
     const entries = new Map<string, Entry>()
     const images = new Map<string, Runtime.Image>()
+    const policies = new Map<string, Runtime.NetworkPolicyRules>()
     const calls: Array<Call> = []
     let behaviorOf = options.behavior ?? (() => ({}))
     let nextId = 1
@@ -242,6 +246,7 @@ export const make = (options: Options = {}) =>
               entries.delete(e.container.id)
             }
           sandboxes.delete(id)
+          policies.delete(id)
         })
     }
 
@@ -396,7 +401,16 @@ export const make = (options: Options = {}) =>
                 }
               ]
             : []
-        )
+        ),
+      applyNetworkPolicy: (id, rules) =>
+        Effect.gen(function* () {
+          const e = yield* entryOf(id)
+          if (!info.capabilities.networkPolicy)
+            return yield* new Runtime.Unsupported({ message: `runtime ${info.name} does not enforce NetworkPolicy` })
+          record("container.networkPolicy", id)
+          policies.set(e.container.spec.sandboxId, rules)
+          return { rules: rules.ingress.allow.length + rules.egress.allow.length }
+        })
     }
 
     const imagesApi: Runtime.Images = {
@@ -437,7 +451,8 @@ export const make = (options: Options = {}) =>
         }),
       write: (id, line, stream = "stdout") => Effect.flatMap(entryOf(id), (e) => write(e, stream, line)),
       setBehavior: (behavior) => Effect.sync(() => void (behaviorOf = behavior)),
-      calls: Effect.sync(() => calls.slice())
+      calls: Effect.sync(() => calls.slice()),
+      networkPolicies: Effect.sync(() => new Map(policies))
     }
 
     return { runtime, control }

@@ -139,6 +139,10 @@ const route = (
             return Effect.flatMap(decodeBody(Runtime.ExecRequest, req), (r) =>
               Effect.map(rt.containers.exec(id, r), (x) => json(x))
             )
+          case "network-policy":
+            return Effect.flatMap(decodeBody(Runtime.NetworkPolicyRules, req), (rules) =>
+              Effect.map(rt.containers.applyNetworkPolicy(id, rules), (x) => json(x))
+            )
         }
       if (method === "GET")
         switch (action) {

@@ -1146,7 +1146,8 @@ const isRuntimeError = (e: unknown): e is Runtime.RuntimeError =>
   e instanceof Runtime.NotFound ||
   e instanceof Runtime.AlreadyExists ||
   e instanceof Runtime.Invalid ||
-  e instanceof Runtime.Unavailable
+  e instanceof Runtime.Unavailable ||
+  e instanceof Runtime.Unsupported
 
 /** Run a driver call as an Effect; anything unexpected it throws is `Unavailable`. */
 const call = <A, E extends Runtime.RuntimeError>(f: () => A | Promise<A>): Effect.Effect<A, E> =>
@@ -1175,7 +1176,13 @@ export const toRuntime = (d: RuncDriver): Runtime.RuntimeService => ({
     inspect: (id) => call(() => d.inspectContainer(id)),
     logs: (id, options) => d.logs(id, options),
     stats: (id) => call(() => d.statsOf(id)),
-    processes: (id) => call(() => d.processesOf(id))
+    processes: (id) => call(() => d.processesOf(id)),
+    // runc containers share the host's network here: there is no pod namespace to enforce a policy in.
+    applyNetworkPolicy: (id) =>
+      call(async () => {
+        await d.inspectContainer(id)
+        throw new Runtime.Unsupported({ message: "network-policy: the runc driver has no pod network namespaces" })
+      })
   },
   images: toImages(d.images)
 })

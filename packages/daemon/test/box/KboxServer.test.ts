@@ -171,3 +171,59 @@ describe("KboxServer over the memory runtime", () => {
     await lost.close()
   })
 })
+
+describe("KboxServer: network-policy", () => {
+  const rules: Runtime.NetworkPolicyRules = {
+    ingress: { isolated: true, allow: [{ cidrs: ["10.42.0.7/32"], ports: [{ protocol: "TCP", port: 8080 }] }, { cidrs: ["172.17.0.0/16"], except: ["172.17.1.0/24"] }] },
+    egress: { isolated: false, allow: [] }
+  }
+
+  const serveMemory = async (networkPolicy: boolean) => {
+    const dir = mkdtempSync(join(tmpdir(), "kbox-policy-"))
+    const scope = Effect.runSync(Scope.make())
+    const context = await Effect.runPromise(
+      Layer.buildWithScope(MemoryRuntime.layer({ info: { ...MemoryRuntime.defaultInfo, capabilities: { ...MemoryRuntime.defaultInfo.capabilities, networkPolicy } } }), scope)
+    )
+    const server = await KboxServer.serve(Effect.runSync(Effect.provide(Runtime.Runtime, context)), join(dir, "kbox.sock"))
+    const c = await connect(server.socketPath)
+    const close = async () => {
+      await c.close()
+      await server.close()
+      await Effect.runPromise(Scope.close(scope, Exit.void))
+      rmSync(dir, { recursive: true, force: true })
+    }
+    return { c, server, close, control: Effect.runSync(Effect.provide(MemoryRuntime.Control, context)) }
+  }
+
+  const container = async (c: Client) => {
+    const sb = await c.run(c.rt.sandboxes.create({ podUid: "p", name: "p", namespace: "d", network: "host" }))
+    return { sb, id: await c.run(c.rt.containers.create({ sandboxId: sb.id, name: "c", attempt: 0, command: ["x"] })) }
+  }
+
+  it("carries the rules to a runtime that enforces them and answers how many", async () => {
+    const m = await serveMemory(true)
+    try {
+      const { sb, id } = await container(m.c)
+      expect(await m.c.run(m.c.rt.containers.applyNetworkPolicy(id, rules))).toEqual({ rules: 2 })
+      expect((await Effect.runPromise(m.control.networkPolicies)).get(sb.id)).toEqual(rules)
+      expect(await m.c.fail(m.c.rt.containers.applyNetworkPolicy("missing", rules))).toMatchObject({ _tag: "RuntimeNotFound" })
+      const bad = await raw(m.server.socketPath, "POST", `/v1/containers/${id}/network-policy`, JSON.stringify({ ingress: { isolated: "yes" } }))
+      expect(bad.status).toBe(400)
+    } finally {
+      await m.close()
+    }
+  })
+
+  it("answers 501 Unsupported where the runtime cannot enforce them", async () => {
+    const m = await serveMemory(false)
+    try {
+      const { id } = await container(m.c)
+      expect(await m.c.fail(m.c.rt.containers.applyNetworkPolicy(id, rules))).toMatchObject({ _tag: "RuntimeUnsupported" })
+      const answer = await raw(m.server.socketPath, "POST", `/v1/containers/${id}/network-policy`, JSON.stringify(rules))
+      expect(answer.status).toBe(501)
+      expect(JSON.parse(answer.text).error.code).toBe("Unsupported")
+    } finally {
+      await m.close()
+    }
+  })
+})
