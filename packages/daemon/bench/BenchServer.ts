@@ -38,7 +38,9 @@ export interface BenchServer {
   readonly agent: (maxSockets: number) => Agent
   /** CPU time (user + system, ms) the server process has used so far; undefined off Linux. */
   readonly cpuMs: () => number | undefined
-  /** SIGTERM, wait for the drain (SIGKILL after 20 s), remove the data dir. */
+  /** The server's resident memory now and at its peak (MiB); undefined off Linux. */
+  readonly rssMiB: () => { readonly now: number; readonly peak: number } | undefined
+  /** SIGTERM, wait for the drain (SIGKILL after 20 s), remove the data dir (unless it was given). */
   readonly stop: () => Promise<void>
 }
 
@@ -68,9 +70,23 @@ const procCpuMs = (pid: number): number | undefined => {
   }
 }
 
-/** Start a server in a fresh temp data dir (plus `flags`) and connect a client to it. */
-export const start = async (flags: ReadonlyArray<string> = [], role: "server" | "dev" = "server"): Promise<BenchServer> => {
-  const dir = await mkdtemp(join(tmpdir(), "fleet-api-bench-"))
+const procRssMiB = (pid: number) => {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8")
+    const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1])
+    return { now: Math.round(kib("VmRSS") / 1024), peak: Math.round(kib("VmHWM") / 1024) }
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Start a server (plus `flags`) and connect a client to it: in a fresh temp data dir removed on
+ * stop, or in `dataDir`, which is kept (a restart benchmark starts the same state twice).
+ */
+export const start = async (flags: ReadonlyArray<string> = [], role: "server" | "dev" = "server", dataDir?: string): Promise<BenchServer> => {
+  const dir = dataDir ?? (await mkdtemp(join(tmpdir(), "fleet-api-bench-")))
+  const removeDir = () => (dataDir === undefined ? rm(dir, { recursive: true, force: true }) : Promise.resolve())
   const profDir = process.env["FLEET_BENCH_CPU_PROF"]
   const nodeFlags = ["--conditions=@koder/source", "--import", "tsx", ...(profDir ? ["--cpu-prof", "--cpu-prof-dir", profDir] : [])]
   const child: ChildProcess = spawn(process.execPath, [...nodeFlags, main, role, "--data-dir", dir, "--listen", "127.0.0.1:0", ...flags], {
@@ -89,7 +105,7 @@ export const start = async (flags: ReadonlyArray<string> = [], role: "server" | 
   )
   const kill = async () => {
     if (exitCode === undefined) child.kill("SIGKILL")
-    await rm(dir, { recursive: true, force: true })
+    await removeDir()
   }
 
   try {
@@ -156,10 +172,10 @@ export const start = async (flags: ReadonlyArray<string> = [], role: "server" | 
         clearTimeout(timer)
         if (code !== 0) log(`server exited with ${code}:\n${err}`)
       }
-      await rm(dir, { recursive: true, force: true })
+      await removeDir()
     }
 
-    return { pid: child.pid!, send, stream, agent, cpuMs: () => procCpuMs(child.pid!), stop }
+    return { pid: child.pid!, send, stream, agent, cpuMs: () => procCpuMs(child.pid!), rssMiB: () => procRssMiB(child.pid!), stop }
   } catch (e) {
     await kill()
     throw e
