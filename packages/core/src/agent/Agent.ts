@@ -28,6 +28,8 @@ import type * as Client from "../client/Client.js"
 import type * as Conditions from "../controllers/Conditions.js"
 import * as EventRecorder from "../controllers/EventRecorder.js"
 import * as Informer from "../controllers/Informer.js"
+import * as FleetMetrics from "../observability/FleetMetrics.js"
+import { MetricRegistry } from "../observability/MetricRegistry.js"
 import * as Pods from "../controllers/Pods.js"
 import * as WorkQueue from "../controllers/WorkQueue.js"
 import type * as Config from "../model/Config.js"
@@ -201,6 +203,7 @@ export const make = (
     const runtimeName = options.runtimeName ?? "kbox"
     const defaultEnv = options.defaultEnv ?? { PATH: defaultPath }
     const events = EventRecorder.make(client, { component: "kubelet", host: nodeName })
+    const podStart = FleetMetrics.agent(yield* MetricRegistry).podStart
 
     const states = new Map<string, PodState>()
     const podsByUid = new Map<string, Pod.Pod>()
@@ -648,6 +651,11 @@ export const make = (
         yield* client.patch(PodRef, pod.metadata.namespace, pod.metadata.name ?? "", "merge", { status: { ...cleared, ...status } }, "status").pipe(
           Effect.catchIf(isNotFound, () => Effect.void)
         )
+        // The first Running this agent reports (not one it adopted after a restart): pod start latency.
+        const wasRunning = pod.status?.phase === "Running" || (state.lastStatus as Pod.PodStatus | undefined)?.phase === "Running"
+        if (status.phase === "Running" && !wasRunning && state.startTimeMs !== undefined) {
+          podStart.observe(Math.max(0, (yield* Clock.currentTimeMillis) - state.startTimeMs) / 1000)
+        }
         state.lastStatus = status
       })
 
