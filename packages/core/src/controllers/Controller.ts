@@ -19,6 +19,8 @@
 import { Data, Effect, Fiber, type Scope } from "effect"
 import type * as ApiError from "../api/ApiError.js"
 import type * as Client from "../client/Client.js"
+import * as FleetMetrics from "../observability/FleetMetrics.js"
+import { MetricRegistry } from "../observability/MetricRegistry.js"
 import * as EventRecorder from "./EventRecorder.js"
 import * as Informer from "./Informer.js"
 import * as WorkQueue from "./WorkQueue.js"
@@ -204,6 +206,11 @@ export const start = (options: Options): Effect.Effect<Running, never, Scope.Sco
     const informers = options.informers ?? (yield* Informer.makeShared(options.client))
     const events = EventRecorder.make(options.client, { component: options.component ?? "fleet-controller-manager" })
     const all: Array<{ name: string; metrics: () => Metrics; busy: () => boolean; enqueue: (key: string) => void }> = []
+    // The same numbers for /metrics: counters as they happen, depths read at scrape time.
+    const exported = FleetMetrics.workqueue(yield* MetricRegistry)
+    const stopDepth = exported.depth.collect((add) => all.forEach((c) => add([c.name], c.metrics().depth)))
+    const stopDelayed = exported.delayed.collect((add) => all.forEach((c) => add([c.name], c.metrics().delayed)))
+    yield* Effect.addFinalizer(() => Effect.sync(() => (stopDepth(), stopDelayed())))
     const started = new Map<string, Informer.Informer>()
     const informer = (ref: Client.ResourceRef) => {
       const i = informers.for(ref)
@@ -216,8 +223,10 @@ export const start = (options: Options): Effect.Effect<Running, never, Scope.Sco
       const counts = { adds: 0, reconciles: 0, errors: 0, retries: 0, latencyCount: 0, latencySum: 0 }
       const buckets = bucketBounds.map(() => 0)
       let inFlight = 0
+      const series = { adds: exported.adds.labels(r.name), retries: exported.retries.labels(r.name), work: exported.work.labels(r.name), errors: exported.errors.labels(r.name) }
       const enqueue = (key: string) => {
         counts.adds++
+        series.adds.inc()
         queue.add(key)
       }
       const primary = informer(r.primary)
@@ -253,6 +262,7 @@ export const start = (options: Options): Effect.Effect<Running, never, Scope.Sco
         counts.reconciles++
         counts.latencyCount++
         counts.latencySum += ms
+        series.work.observe(ms / 1000)
         bucketBounds.forEach((b, i) => {
           if (ms <= b) buckets[i]!++
         })
@@ -263,12 +273,14 @@ export const start = (options: Options): Effect.Effect<Running, never, Scope.Sco
           if (after !== undefined) queue.addAfter(key, after)
         } else {
           counts.errors++
+          series.errors.inc()
           const failure = exit.cause._tag === "Fail" ? exit.cause.error : undefined
           if (failure !== undefined && failure._tag === "TerminalError") {
             queue.forget(key)
             yield* Effect.logWarning(`${r.name}: ${key}: ${failure.message}`)
           } else {
             counts.retries++
+            series.retries.inc()
             queue.addRateLimited(key)
             const why = failure !== undefined ? failure.status.message : String(exit.cause)
             if (queue.failures(key) > 3) yield* Effect.logDebug(`${r.name}: ${key}: retry ${queue.failures(key)}: ${why}`)

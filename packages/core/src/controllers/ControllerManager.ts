@@ -10,6 +10,8 @@
 import { Effect, type Scope } from "effect"
 import type * as Client from "../client/Client.js"
 import * as LeaderElection from "../coordination/LeaderElection.js"
+import * as FleetMetrics from "../observability/FleetMetrics.js"
+import { MetricRegistry } from "../observability/MetricRegistry.js"
 import type { Store } from "../store/Store.js"
 import * as Controller from "./Controller.js"
 
@@ -29,6 +31,9 @@ export interface Options {
 
 const lead = (options: Options): Effect.Effect<never, never, Scope.Scope> =>
   Effect.gen(function* () {
+    // 1 for the length of the term (always, without an election).
+    const leading = FleetMetrics.leader(yield* MetricRegistry).status.labels(options.component ?? "fleet-controller-manager")
+    yield* Effect.acquireRelease(Effect.sync(() => leading.set(1)), () => Effect.sync(() => leading.set(0)))
     const running = yield* Controller.start({
       client: options.client,
       reconcilers: options.reconcilers,

@@ -46,6 +46,8 @@ import * as Conditions from "../controllers/Conditions.js"
 import * as EventRecorder from "../controllers/EventRecorder.js"
 import * as Informer from "../controllers/Informer.js"
 import * as Pods from "../controllers/Pods.js"
+import * as FleetMetrics from "../observability/FleetMetrics.js"
+import { MetricRegistry } from "../observability/MetricRegistry.js"
 import type * as LabelSelector from "../model/LabelSelector.js"
 import {
   CycleState,
@@ -307,6 +309,7 @@ export const start = (options: Options): Effect.Effect<Running, string, Scope.Sc
       if (decisions.size > (options.decisionsKept ?? 1_000)) decisions.delete(decisions.keys().next().value!)
     }
     const counts = { attempts: 0, scheduled: 0, unschedulable: 0, errors: 0, preemptions: 0, inFlight: 0 }
+    const exported = FleetMetrics.scheduler(yield* MetricRegistry)
     // Nodes that may have nominated pods (a superset, pruned as nominations go), so a cycle looks
     // at a handful of nodes for nominations rather than at all of them.
     const nominatedNodes = new Set<string>()
@@ -575,8 +578,8 @@ export const start = (options: Options): Effect.Effect<Running, string, Scope.Sc
         )
       )
 
-    /** One scheduling cycle of a popped pod. */
-    const attempt = (qpi: QueuedPodInfo) =>
+    /** One scheduling cycle of a popped pod; answers its result, as the attempt metrics count it. */
+    const attempt = (qpi: QueuedPodInfo): Effect.Effect<"scheduled" | "unschedulable" | "error"> =>
       Effect.gen(function* () {
         const pod = qpi.pod
         counts.attempts++
@@ -593,7 +596,7 @@ export const start = (options: Options): Effect.Effect<Running, string, Scope.Sc
           counts.errors++
           queue.addUnschedulable(qpi, [])
           yield* reportFailure(pod, "SchedulerError", decision.message)
-          return
+          return "error" as const
         }
         if (decision._tag === "Unschedulable") {
           counts.unschedulable++
@@ -609,7 +612,7 @@ export const start = (options: Options): Effect.Effect<Running, string, Scope.Sc
           }
           queue.addUnschedulable(qpi, decision.unschedulablePlugins)
           yield* reportFailure(pod, "Unschedulable", decision.message, nominate)
-          return
+          return "unschedulable" as const
         }
         // Reserve and Permit on the chosen node; a rejection reads as upstream's one-node FitError.
         const node = decision.node
@@ -624,6 +627,7 @@ export const start = (options: Options): Effect.Effect<Running, string, Scope.Sc
               rejected ? "Unschedulable" : "SchedulerError",
               rejected ? Schedule.fitErrorMessage(1, [s]) : `running ${plugin} plugin: ${Schedule.statusMessage(s)}`
             )
+            return rejected ? ("unschedulable" as const) : ("error" as const)
           })
         for (const r of framework.reserve) {
           const s = r.reserve(state, pod, node)
@@ -641,19 +645,30 @@ export const start = (options: Options): Effect.Effect<Running, string, Scope.Sc
         counts.inFlight++
         yield* binding.take(1)
         yield* Effect.forkIn(bindCycle(framework, state, qpi, node, nominated), scope)
+        return "scheduled" as const
       })
 
     // A defect in a cycle (a bug) must not stop scheduling: the pod backs off and the loop goes on.
-    const next = Effect.flatMap(queue.pop, (qpi) =>
-      attempt(qpi).pipe(
+    const next = Effect.flatMap(queue.pop, (qpi) => {
+      const t0 = performance.now()
+      // Only configured profiles become label values (a pod may name any scheduler).
+      const named = str(obj(qpi.pod.pod["spec"])["schedulerName"])
+      const profile = frameworks.has(named) ? named : Profiles.DefaultSchedulerName
+      const record = (result: string) =>
+        Effect.sync(() => {
+          exported.attempts.labels(result, profile).inc()
+          exported.duration.labels(result, profile).observe((performance.now() - t0) / 1000)
+        })
+      return attempt(qpi).pipe(
+        Effect.flatMap(record),
         Effect.catchAllDefect(() =>
           Effect.sync(() => {
             counts.errors++
             queue.addUnschedulable(qpi, [])
-          })
+          }).pipe(Effect.zipRight(record("error")))
         )
       )
-    )
+    })
 
     const loop = yield* Effect.forkIn(Effect.forever(next), scope)
     yield* Effect.addFinalizer(() => Fiber.interrupt(loop))
