@@ -145,6 +145,7 @@ export * as AgentUsage from "./agent/Usage.js"
 export * as DnsRecords from "./network/DnsRecords.js"
 export * as ServiceBackends from "./network/ServiceBackends.js"
 export * as ServiceCatalog from "./network/ServiceCatalog.js"
+export * as ServiceProxies from "./network/ServiceProxies.js"
 export * as IngressRoutes from "./network/IngressRoutes.js"
 // Isolated network mode: pod CIDRs, pod IPs, ClusterIP rules, routes between nodes
 export * as Ipam from "./network/Ipam.js"

@@ -23,6 +23,7 @@ import * as PodGC from "./PodGC.js"
 import * as ReplicaSet from "./ReplicaSet.js"
 import * as ResourceQuota from "./ResourceQuota.js"
 import * as ServiceAccount from "./ServiceAccount.js"
+import * as ServiceLoadBalancer from "./ServiceLoadBalancer.js"
 import * as StatefulSet from "./StatefulSet.js"
 
 export {
@@ -45,6 +46,7 @@ export {
   ReplicaSet,
   ResourceQuota,
   ServiceAccount,
+  ServiceLoadBalancer,
   StatefulSet
 }
 
@@ -68,6 +70,7 @@ export interface Options {
   readonly replicaSet?: ReplicaSet.Options
   readonly resourceQuota?: ResourceQuota.Options
   readonly serviceAccount?: ServiceAccount.Options
+  readonly serviceLoadBalancer?: ServiceLoadBalancer.Options
   readonly statefulSet?: StatefulSet.Options
 }
 
@@ -87,6 +90,7 @@ export const all = (options: Options = {}): ReadonlyArray<Controller.Reconciler>
     Endpoints.reconciler(),
     EndpointSlice.reconciler(options.endpointSlice),
     ClusterIpRepair.reconciler(options.clusterIpRepair),
+    ServiceLoadBalancer.reconciler(options.serviceLoadBalancer),
     NodeIpam.reconciler(options.nodeIpam),
     NodeLifecycle.reconciler(options.nodeLifecycle),
     PodGC.reconciler(options.podGC),
