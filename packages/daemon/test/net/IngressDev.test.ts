@@ -34,7 +34,7 @@ const viaIngress = (port: number, host: string, path = "/", tls?: { ca: string }
       let text = ""
       res.on("data", (d: Buffer) => (text += d.toString()))
       res.on("end", () =>
-        resolve({ status: res.statusCode ?? 0, text, ...(tls === undefined ? {} : { subject: (res.socket as TLSSocket).getPeerCertificate().subject.CN }) })
+        resolve({ status: res.statusCode ?? 0, text, ...(tls === undefined ? {} : { subject: String((res.socket as TLSSocket).getPeerCertificate().subject.CN) }) })
       )
     }
     const req = tls === undefined ? request(options, done) : httpsRequest({ ...options, servername: host, ca: tls.ca }, done)
