@@ -6,7 +6,7 @@
  * changed) loses the entry again. The status writer is a level-triggered reconciler on core's
  * controller runner, so conflicts and API hiccups are retried with backoff.
  */
-import { type Client, type Controller, Informer, Ingress, IngressRoutes } from "@koder/fleet-core"
+import { type ApiError, type Client, type Controller, Informer, Ingress, IngressRoutes } from "@koder/fleet-core"
 import { Effect } from "effect"
 
 /** The Ingress resource. */
@@ -19,7 +19,7 @@ const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v
 const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
 
 /** Create the IngressClass `fleet` unless the cluster has it (idempotent; several servers may race). */
-export const ensureClass = (client: Client.Client) =>
+export const ensureClass = (client: Client.Client): Effect.Effect<void, ApiError.ApiError> =>
   Effect.gen(function* () {
     const list = yield* client.list(IngressClassRef)
     const classes = arr(list["items"]).map(obj)
