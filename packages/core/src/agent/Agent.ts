@@ -46,7 +46,9 @@ import * as NodeAdmission from "./NodeAdmission.js"
 import * as NodeStatus from "./NodeStatus.js"
 import * as PodStatus from "./PodStatus.js"
 import * as PodSync from "./PodSync.js"
+import * as PolicySync from "./PolicySync.js"
 import * as Prober from "./Prober.js"
+import * as PolicyEnforcement from "./PolicyEnforcement.js"
 import * as Probes from "./Probes.js"
 import * as VolumePlan from "./VolumePlan.js"
 import * as VolumeWriter from "./VolumeWriter.js"
@@ -91,6 +93,8 @@ export interface Options {
   readonly defaultEnv?: Readonly<Record<string, string>>
   /** The prefix of `containerID`s in pod status (default `kbox`). */
   readonly runtimeName?: string
+  /** `--network-policy-strict`: a pod whose NetworkPolicy cannot be enforced is not started (default: it runs, with a Warning). */
+  readonly networkPolicyStrict?: boolean
 }
 
 /** Counters of the agent, for tests and metrics. */
@@ -218,6 +222,9 @@ export const make = (
 
     const emit = (pod: Pod.Pod | JsonObject, type: "Normal" | "Warning", reason: string, message: string) =>
       Effect.asVoid(Effect.forkIn(events.record({ apiVersion: "v1", kind: "Pod", ...(pod as object) } as JsonObject, type, reason, message), scope))
+
+    // NetworkPolicy: pods' rules resolved and sent to the runtime; applied before a container starts.
+    const policy = yield* PolicyEnforcement.make({ client, nodeName, strict: options.networkPolicyStrict ?? false, emit })
 
     const stateOf = (uid: string): PodState => {
       let s = states.get(uid)
@@ -624,6 +631,9 @@ export const make = (
 
     const startCreated = (pod: Pod.Pod, state: PodState, name: string, id: string) =>
       Effect.gen(function* () {
+        const allowed = yield* policy.beforeStart(pod, id)
+        if (!allowed.run) return void state.waiting.set(name, { reason: allowed.reason, message: allowed.message })
+        if (state.waiting.get(name)?.reason === PolicySync.NotEnforcedReason) state.waiting.delete(name)
         const started = yield* Effect.either(runtime.containers.start(id))
         if (started._tag === "Left") {
           if (started.left._tag === "RuntimeUnavailable") return yield* Effect.fail(started.left)

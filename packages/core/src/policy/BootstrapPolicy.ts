@@ -141,7 +141,8 @@ const collaboratorRules: ReadonlyArray<Rule> = [
 const nodeRules: ReadonlyArray<Rule> = [
   rule(["create"], ["authentication.k8s.io"], ["tokenreviews"]),
   rule(["create"], ["authorization.k8s.io"], ["subjectaccessreviews", "localsubjectaccessreviews"]),
-  rule(read, [""], ["services", "endpoints", "nodes", "pods"]),
+  // Namespaces too (beyond Kubernetes' system:node): the agent resolves NetworkPolicy namespaceSelectors itself.
+  rule(read, [""], ["services", "endpoints", "nodes", "pods", "namespaces"]),
   rule(["create", "update", "patch", "delete"], [""], ["nodes"]),
   rule(["update", "patch"], [""], ["nodes/status"]),
   rule(["create", "update", "patch"], ["", "events.k8s.io"], ["events"]),
