@@ -20,6 +20,7 @@ import * as HttpServer from "./HttpServer.js"
 import * as IngressProxy from "./net/IngressProxy.js"
 import * as RemoteNodeAccess from "./RemoteNodeAccess.js"
 import { ensureDir } from "./internal/files.js"
+import * as MetricsServer from "./observability/MetricsServer.js"
 import * as SecurityFlags from "./security/Flags.js"
 import * as Security from "./security/Security.js"
 import * as Tls from "./Tls.js"
@@ -30,6 +31,8 @@ export interface Config {
   readonly store: { readonly _tag: "sqlite"; readonly filename: string } | { readonly _tag: "postgres"; readonly url: string; readonly schema: string | undefined }
   readonly listen: { readonly host: string; readonly port: number }
   readonly region: string
+  /** The Prometheus endpoint (observability/MetricsServer.ts); absent or undefined: off. */
+  readonly metrics?: MetricsServer.Listen
   readonly tls: { readonly sans: ReadonlyArray<string>; readonly cert: string | undefined; readonly key: string | undefined; readonly ca: string | undefined }
   readonly limits: Pick<HttpServer.Limits, "maxInFlight" | "maxWatches" | "requestTimeout">
   /** Controllers (and `scheduler`) not to run; `*`: none (an API-only server). */
@@ -63,7 +66,7 @@ export const usage = `usage: koder-fleet server [flags]
                                the ingress's HTTPS address (default 127.0.0.1:8443; off: none)
   --ingress-timeout DURATION   how long the ingress waits for a Service's answer before 504 (default 60s)
   --ingress-connect-timeout DURATION
-                               how long it tries to connect to one endpoint before the next (default 5s)${SecurityFlags.usage}`
+                               how long it tries to connect to one endpoint before the next (default 5s)${MetricsServer.usage}${SecurityFlags.usage}`
 
 const fail = (message: string) => Either.left(new ConfigError({ message }))
 
@@ -108,6 +111,7 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
             listen: { type: "string" },
             region: { type: "string" },
             "tls-san": { type: "string", multiple: true },
+            "metrics-listen": { type: "string" },
             "tls-cert": { type: "string" },
             "tls-key": { type: "string" },
             "tls-ca": { type: "string" },
@@ -146,6 +150,7 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
       store,
       listen: yield* parseListen(parsed.listen ?? "0.0.0.0:9300"),
       region,
+      metrics: yield* MetricsServer.parseListen(parsed["metrics-listen"]),
       tls: {
         sans: (parsed["tls-san"] ?? []).flatMap((s) => s.split(",")).map((s) => s.trim()).filter((s) => s !== ""),
         cert: parsed["tls-cert"],
@@ -261,7 +266,7 @@ export const run = (
         ...(config.tls.ca === undefined ? {} : { caFile: config.tls.ca })
       })
       const credentials = yield* Bootstrap.load(config.dataDir)
-      const store = yield* openStore(config.store)
+      const store = yield* MetricsServer.instrument(yield* openStore(config.store))
 
       // Close order (reverse of acquisition): HTTP drains first, then the API's watch caches,
       // then the store. The API server needs the bound address, so its scope is made up front.
@@ -325,6 +330,11 @@ export const run = (
         ready: () => !http.draining()
       }).pipe(Scope.extend(apiScope))
       http.serve(api.handle)
+      const metricsServer = yield* MetricsServer.start({
+        listen: config.metrics,
+        gate: MetricsServer.gate(security.authenticate, security.authorize),
+        warn: (message) => console.error(`koder-fleet ${role}: ${message}`)
+      }).pipe(Scope.extend(apiScope))
       // Controllers stop before the API's watch caches close (scope finalizers run in reverse).
       yield* ControlPlane.start(api.handle, loopback.token, {
         store,
@@ -365,6 +375,7 @@ export const run = (
       if (published.warning !== undefined) console.error(`koder-fleet server: ${published.warning}`)
       for (const line of security.banner) console.log(`koder-fleet server: ${line}`)
       if (ingress !== undefined) console.log(`koder-fleet ${role}: ${IngressProxy.describeListeners(ingress)}`)
+      if (metricsServer !== undefined) console.log(`koder-fleet ${role}: metrics on http://${urlHost(metricsServer.address.host)}:${metricsServer.address.port}/metrics`)
       console.log(`koder-fleet ${role} listening on https://${urlHost(http.address.host)}:${http.address.port} (kubeconfig: ${published.kubeconfig})`)
       yield* ready
 
