@@ -112,8 +112,11 @@ export interface FanoutOptions {
   readonly writes: number
   /** The collection to watch (no query string); watches start at its current resourceVersion. */
   readonly path: string
-  /** Write number `i`; answers the key its watch event will carry (see `keyOf`), or throws. */
-  readonly write: (i: number) => Promise<{ readonly response: Response; readonly key: string }>
+  /**
+   * Write number `i`; answers the key its watch event will carry (see `keyOf`), or throws, and
+   * when the write had to wait for something first, when its request was actually sent.
+   */
+  readonly write: (i: number) => Promise<{ readonly response: Response; readonly key: string; readonly sentAt?: number }>
   /** The key of a watch event, matched against the writes' keys; undefined: not a write of ours. */
   readonly keyOf: (event: WatchEvent) => string | undefined
 }
@@ -197,8 +200,8 @@ export const watchFanout = async (server: BenchServer, options: FanoutOptions): 
       const t = performance.now()
       done.push(
         options.write(i).then(
-          ({ response, key }) => {
-            writeLatency.push(response.end - t)
+          ({ response, key, sentAt }) => {
+            writeLatency.push(response.end - (sentAt ?? t))
             acked.set(key, response.end)
           },
           (e: Error) => void failures.push(e.message)

@@ -129,7 +129,10 @@ export const start = async (flags: ReadonlyArray<string> = [], role: "server" | 
     // connections, so an overloaded server is not also handed a storm of TLS handshakes.
     const requests = agent(64)
 
-    const send = (method: string, path: string, body?: unknown) =>
+    // A keep-alive socket the server closes as idle just as a request goes out fails with
+    // ECONNRESET before anything was processed; like Node's documentation advises, such a request
+    // is sent again once on a fresh socket (slow open-loop pacing leaves sockets idle for seconds).
+    const send = (method: string, path: string, body?: unknown, retried = false): Promise<Response> =>
       new Promise<Response>((resolve, reject) => {
         const headers: Record<string, string | number> = { authorization, accept: "application/json" }
         const payload = body === undefined ? undefined : JSON.stringify(body)
@@ -150,7 +153,9 @@ export const start = async (flags: ReadonlyArray<string> = [], role: "server" | 
           })
           res.on("error", reject)
         })
-        req.on("error", reject)
+        req.on("error", (e: NodeJS.ErrnoException) =>
+          !retried && req.reusedSocket && e.code === "ECONNRESET" ? resolve(send(method, path, body, true)) : reject(e)
+        )
         req.end(payload)
       })
 

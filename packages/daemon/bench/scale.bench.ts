@@ -125,9 +125,10 @@ const churn = async (server: BenchServer) => {
         return { response, key: `ADDED/${name}` }
       }
       await created.get(name)
+      const sentAt = performance.now()
       const response = await server.send("DELETE", `${path}/${name}`, { apiVersion: "v1", kind: "DeleteOptions", gracePeriodSeconds: 0 })
       expectStatus("delete pod", response.status, response.body, 200)
-      return { response, key: `DELETED/${name}` }
+      return { response, key: `DELETED/${name}`, sentAt }
     },
     keyOf: (event) => (event.type === "ADDED" || event.type === "DELETED" ? `${event.type}/${event.object.metadata?.name ?? ""}` : undefined)
   })
