@@ -49,6 +49,8 @@ export interface Options {
   readonly internalIP?: string
   /** The agent's HTTPS port as the Node advertises it (default 9301). */
   readonly port?: number
+  /** Fail pods closed when their NetworkPolicy cannot be enforced (`--network-policy-strict`). */
+  readonly networkPolicyStrict?: boolean
   /** Pod networking (default `host`: host ports). */
   readonly network?: "host" | "pod"
   /** Timings passed to the agent (tests shorten them). */
@@ -122,6 +124,7 @@ export const run = (options: Options): Effect.Effect<Running, AgentStartError, S
       facts,
       dataDir: options.dataDir,
       ...(options.network === undefined ? {} : { network: options.network }),
+      ...(options.networkPolicyStrict === undefined ? {} : { networkPolicyStrict: options.networkPolicyStrict }),
       ...options.tuning,
       defaultEnv: { PATH: process.env["PATH"] ?? Agent.defaultPath },
       runtimeName: info.name

@@ -38,7 +38,9 @@ export const usage = `usage: koder-fleet agent --server URL [flags]
   --reserved LIST       resources kept from pods, e.g. cpu=500m,memory=1Gi
   --region NAME         the node's region label (default local)
   --internal-ip IP      the address pods are reached at (default: the first non-loopback IPv4)
-  --port N              the HTTPS port the API server reaches the agent on for logs and exec (default 9301; 0 picks one)`
+  --port N              the HTTPS port the API server reaches the agent on for logs and exec (default 9301; 0 picks one)
+  --network-policy-strict  a pod a NetworkPolicy selects is not started when the box cannot enforce it
+                        (default: it runs, with a Warning Event)`
 
 /** What the agent role is configured with. */
 export interface Config {
@@ -54,6 +56,8 @@ export interface Config {
   readonly region: string | undefined
   readonly internalIP: string | undefined
   readonly port: number
+  /** `--network-policy-strict`: fail pods closed when their NetworkPolicy cannot be enforced. */
+  readonly networkPolicyStrict: boolean
 }
 
 /** Parse flags; Left is the message to print. */
@@ -62,9 +66,12 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
   try {
     values = parseArgs({
       args: [...args],
-      options: Object.fromEntries(
+      options: {
+        "network-policy-strict": { type: "boolean" as const },
+        ...Object.fromEntries(
         ["server", "join-token", "ca-hash", "ca-file", "token", "box-socket", "data-dir", "node-name", "reserved", "region", "internal-ip", "port"].map((k) => [k, { type: "string" as const }])
-      ),
+      )
+      },
       strict: true,
       allowPositionals: false
     }).values
@@ -94,7 +101,8 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
     reserved: reserved.right,
     region: str("region"),
     internalIP: str("internal-ip"),
-    port
+    port,
+    networkPolicyStrict: values["network-policy-strict"] === true
   })
 }
 
@@ -194,7 +202,8 @@ export const main = async (args: ReadonlyArray<string>): Promise<number> => {
         nodeName,
         internalIP,
         port: endpoint.port,
-        ...(config.region === undefined ? {} : { region: config.region })
+        ...(config.region === undefined ? {} : { region: config.region }),
+        ...(config.networkPolicyStrict ? { networkPolicyStrict: true } : {})
       })
       console.log(`koder-fleet agent: node ${running.nodeName} registered with ${config.server}; running pods through ${config.boxSocket}`)
       const why = yield* stop
