@@ -42,6 +42,11 @@ export interface Options {
   readonly nodes?: number | ReadonlyArray<NodeSpec>
   /** The controllers to run (default none: the scheduler and simulated nodes only). */
   readonly controllers?: ReadonlyArray<Controller.Reconciler>
+  /**
+   * CustomResourceDefinitions created before the controllers start: a controller of a custom
+   * resource needs its CRD served before its informer can list (`make` waits for every informer).
+   */
+  readonly crds?: ReadonlyArray<Client.JsonObject>
   /** Run the scheduler (default true). */
   readonly scheduler?: boolean
   /** Scheduler profiles (default: `default-scheduler` with the default plugins). */
@@ -164,6 +169,7 @@ export const make = (options: Options = {}): Effect.Effect<TestCluster, never, S
     for (const name of ["default", "kube-system", "kube-public", "kube-node-lease"]) {
       yield* Effect.ignore(client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name } }))
     }
+    for (const crd of options.crds ?? []) yield* Effect.orDie(client.create(crd))
 
     const kubelets = yield* SimulatedKubelet.make(controllerClient, {
       ...(options.podStartupMs === undefined ? {} : { podStartupMs: options.podStartupMs }),
