@@ -4,9 +4,15 @@
  * and `lastTimestamp` grow, not a new object each time. The name is derived from what makes the
  * event the same, so several recorders (or a restarted one) aggregate into one object too.
  * Recording never fails its caller: an event that cannot be written is dropped.
+ *
+ * Like client-go's correlator, the recorder remembers the counts of the events it wrote lately, so
+ * a first occurrence is one create and a repeat one patch — no read before every write. Another
+ * recorder's (or an earlier process's) event of the same name makes the create answer
+ * AlreadyExists; only then is it read to continue its count.
  */
 import { Clock, Effect } from "effect"
 import type * as Client from "../client/Client.js"
+import * as ApiError from "../api/ApiError.js"
 
 /** Records events. */
 export interface EventRecorder {
@@ -26,8 +32,21 @@ const fnv = (text: string): string => {
 
 const EventRef: Client.ResourceRef = { apiVersion: "v1", kind: "Event" }
 
+// How many recent events' counts a recorder keeps (client-go's correlator keeps 4,096 too).
+const remembered = 4096
+
 /** A recorder writing through `client`, reporting as `component` (on `host`, if given). */
-export const make = (client: Client.Client, source: { readonly component: string; readonly host?: string }): EventRecorder => ({
+export const make = (client: Client.Client, source: { readonly component: string; readonly host?: string }): EventRecorder => {
+  // Event name → the count last written; insertion order makes it an LRU.
+  const counts = new Map<string, number>()
+  const remember = (name: string, count: number) => {
+    counts.delete(name)
+    counts.set(name, count)
+    if (counts.size > remembered) counts.delete(counts.keys().next().value!)
+  }
+  const bump = (namespace: string, name: string, count: number, now: string) =>
+    client.patch(EventRef, namespace, name, "merge", { count, lastTimestamp: now }).pipe(Effect.tap(() => remember(name, count)))
+  return {
   record: (object, type, reason, message) =>
     Effect.gen(function* () {
       const m = (object["metadata"] ?? {}) as Record<string, unknown>
@@ -36,13 +55,14 @@ export const make = (client: Client.Client, source: { readonly component: string
       const uid = String(m["uid"] ?? "")
       const eventName = `${name}.${fnv([source.component, source.host ?? "", object["kind"], namespace, name, uid, type, reason, message].join("\u0000"))}`
       const now = new Date(yield* Clock.currentTimeMillis).toISOString().replace(/\.\d+Z$/, "Z")
-      const existing = yield* Effect.option(client.get(EventRef, namespace, eventName))
-      if (existing._tag === "Some") {
-        const count = Number(existing.value["count"] ?? 1) + 1
-        yield* client.patch(EventRef, namespace, eventName, "merge", { count, lastTimestamp: now })
-        return
+      const known = counts.get(eventName)
+      if (known !== undefined) {
+        // Expired meanwhile (the event TTL): write it anew below.
+        const bumped = yield* Effect.either(bump(namespace, eventName, known + 1, now))
+        if (bumped._tag === "Right") return
+        counts.delete(eventName)
       }
-      yield* client.create({
+      const created = yield* Effect.either(client.create({
         apiVersion: "v1",
         kind: "Event",
         metadata: { name: eventName, namespace },
@@ -63,6 +83,11 @@ export const make = (client: Client.Client, source: { readonly component: string
         source: source.host === undefined ? { component: source.component } : { component: source.component, host: source.host },
         reportingComponent: source.component,
         reportingInstance: source.host ?? ""
-      })
+      }))
+      if (created._tag === "Right") return remember(eventName, 1)
+      if (!(created.left instanceof ApiError.ApiError && created.left.status.reason === "AlreadyExists")) return yield* created.left
+      const existing = yield* client.get(EventRef, namespace, eventName)
+      yield* bump(namespace, eventName, Number(existing["count"] ?? 1) + 1, now)
     }).pipe(Effect.ignore)
-})
+  }
+}

@@ -13,6 +13,8 @@
  *   exec/attach/port-forward (a shell in a pod reads the Secrets mounted there).
  * - `fleet:namespace-discovery`: `GET /apis/fleet.koder.dev/v1/accessiblenamespaces` for everyone.
  * - `system:node-bootstrapper`: join-token holders (`system:bootstrappers`) may create NodeJoins.
+ * - `system:monitoring`: `GET /metrics` and the health checks, for the group `system:monitoring`
+ *   (Kubernetes' role for Prometheus: bind a ServiceAccount to it, or add it to the group).
  */
 import { Clock, Effect } from "effect"
 import { jsonEqual } from "../api/Strategies.js"
@@ -172,6 +174,7 @@ export const clusterRoles: ReadonlyArray<Json> = [
   ]),
   clusterRole("system:public-info-viewer", [urls(["get"], ["/healthz", "/livez", "/readyz", "/version", "/version/"])]),
   clusterRole("system:node", nodeRules),
+  clusterRole("system:monitoring", [urls(["get"], ["/healthz", "/healthz/*", "/livez", "/livez/*", "/metrics", "/metrics/slis", "/readyz", "/readyz/*"])]),
   aggregatedRole("fleet:customer", [on, { [AggregateToCustomer]: "true" }]),
   clusterRole("fleet:aggregate-to-customer", [rule([...processVerbs], [""], ["pods", "pods/exec", "pods/signal"]), rule(read, [""], ["pods/log"])], { [AggregateToCustomer]: "true" }),
   aggregatedRole("fleet:collaborator", [onView, { [AggregateToCollaborator]: "true" }]),
@@ -191,6 +194,7 @@ export const clusterRoleBindings: ReadonlyArray<Json> = [
   clusterRoleBinding("system:basic-user", "system:basic-user", groups(["system:authenticated"])),
   clusterRoleBinding("system:public-info-viewer", "system:public-info-viewer", groups(["system:authenticated", "system:unauthenticated"])),
   clusterRoleBinding("system:node", "system:node", groups(["system:nodes"])),
+  clusterRoleBinding("system:monitoring", "system:monitoring", groups(["system:monitoring"])),
   clusterRoleBinding("fleet:namespace-discovery", "fleet:namespace-discovery", groups(["system:authenticated"])),
   clusterRoleBinding("system:node-bootstrapper", "system:node-bootstrapper", groups(["system:bootstrappers"]))
 ]

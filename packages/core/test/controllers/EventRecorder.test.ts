@@ -34,6 +34,26 @@ describe("EventRecorder", () => {
     )
   )
 
+  it.live("writes an event anew when the one it counted expired meanwhile", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const cluster = yield* TestCluster.make({ nodes: 0 })
+        const cm = yield* cluster.client.create({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cfg", namespace: "default" } })
+        const recorder = EventRecorder.make(cluster.client, { component: "test-controller" })
+        yield* recorder.record(cm, "Normal", "Synced", "synced")
+        yield* recorder.record(cm, "Normal", "Synced", "synced")
+        const first = ((yield* cluster.client.list(EventRef, { namespace: "default" }))["items"] as Array<Record<string, any>>)[0]!
+        expect(first["count"]).toBe(2)
+        // The event TTL controller deletes it; the recorder still remembers its count.
+        yield* cluster.client.delete(EventRef, "default", first["metadata"]["name"])
+        yield* recorder.record(cm, "Normal", "Synced", "synced")
+        const after = (yield* cluster.client.list(EventRef, { namespace: "default" }))["items"] as Array<Record<string, any>>
+        expect(after).toHaveLength(1)
+        expect(after[0]!["count"]).toBe(1)
+      })
+    )
+  )
+
   it.live("never fails its caller, even when the event cannot be written", () =>
     Effect.scoped(
       Effect.gen(function* () {
