@@ -158,10 +158,9 @@ const trimSlash = (p: string) => p.replace(/\/+$/, "")
 
 const creation = (o: JsonObject) => str(meta(o)["creationTimestamp"])
 
-const byAge = (a: JsonObject, b: JsonObject) => {
-  const c = creation(a).localeCompare(creation(b))
-  return c !== 0 ? c : keyOf(a).localeCompare(keyOf(b))
-}
+const compareText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
+
+const byAge = (a: JsonObject, b: JsonObject) => compareText(creation(a), creation(b)) || compareText(keyOf(a), keyOf(b))
 
 interface Index {
   readonly services: ReadonlyMap<string, JsonObject>
@@ -214,6 +213,14 @@ const emptyHost = (): HostRoutes => ({ paths: [], defaults: [] })
 export const build = (sources: Sources): RouteTable => {
   const controller = sources.controller ?? Ingress.FleetController
   const idx = index(sources)
+  // Many paths name the same Service port: resolve each once per build.
+  const resolved = new Map<string, Backend>()
+  const backendOf = (raw: unknown, namespace: string): Backend => {
+    const key = `${namespace}\u0000${JSON.stringify(raw)}`
+    let b = resolved.get(key)
+    if (b === undefined) resolved.set(key, (b = resolve(raw, namespace, idx)))
+    return b
+  }
   const served = sources.ingresses.filter((i) => isServed(i, sources.ingressClasses, controller)).sort(byAge)
   const exact = new Map<string, HostRoutes>()
   const wildcard = new Map<string, HostRoutes>()
@@ -233,7 +240,7 @@ export const build = (sources: Sources): RouteTable => {
     const namespace = str(meta(ing)["namespace"])
     const name = keyOf(ing)
     const spec = obj(ing["spec"])
-    const fallback = spec["defaultBackend"] === undefined ? undefined : { backend: resolve(spec["defaultBackend"], namespace, idx), ingress: name, path: undefined }
+    const fallback = spec["defaultBackend"] === undefined ? undefined : { backend: backendOf(spec["defaultBackend"], namespace), ingress: name, path: undefined }
     if (fallback !== undefined) defaultBackend ??= fallback
     for (const rule of arr(spec["rules"]).map(obj)) {
       const host = normalizeHost(str(rule["host"]))
@@ -244,7 +251,7 @@ export const build = (sources: Sources): RouteTable => {
         const path = str(p["path"]) || "/"
         // An older Ingress already routes this host and path: it keeps it.
         if (group.paths.some((r) => r.path === path && r.exact === exactType)) continue
-        group.paths.push({ path, exact: exactType, key: exactType ? path : trimSlash(path), match: { backend: resolve(p["backend"], namespace, idx), ingress: name, path } })
+        group.paths.push({ path, exact: exactType, key: exactType ? path : trimSlash(path), match: { backend: backendOf(p["backend"], namespace), ingress: name, path } })
       }
     }
     for (const t of arr(spec["tls"]).map(obj)) {

@@ -100,6 +100,8 @@ const staleConnection = new Set(["ECONNRESET", "EPIPE", "UND_ERR_SOCKET"])
 const timeouts = new Set(["UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT"])
 /** How long an endpoint that refused a connection sorts last. */
 const downMs = 5000
+/** The oldest a route table may be once something it is built from changed. */
+const rebuildMs = 100
 
 const codeOf = (e: unknown): string => {
   const o = e as { code?: unknown; cause?: { code?: unknown } } | undefined
@@ -235,9 +237,14 @@ export const make = (options: Options): Effect.Effect<IngressProxy, ListenError,
     let current: IngressRoutes.RouteTable | undefined
     for (const ref of refs) informers.for(ref).subscribe(() => (dirty = true))
     yield* Effect.all([...refs.map((r) => informers.for(r).synced), secrets.synced], { discard: true })
+    // Rebuilt lazily, by the first request after a change, and at most every `rebuildMs`: a burst
+    // of EndpointSlice writes (a rollout) costs one build, not one per write.
+    let builtAt = 0
     const table = (): IngressRoutes.RouteTable => {
-      if (dirty || current === undefined) {
+      const now = Date.now()
+      if (current === undefined || (dirty && now - builtAt >= rebuildMs)) {
         dirty = false
+        builtAt = now
         current = IngressRoutes.build({
           ingresses: informers.for(IngressStatus.IngressRef).list(),
           ingressClasses: informers.for(IngressStatus.IngressClassRef).list(),
