@@ -11,7 +11,7 @@
  * server go: nothing is left behind. A dev process that dies without that (SIGKILL, a crash)
  * leaves its containers under their shims; the next start adopts them instead of starting copies.
  */
-import { AgentUsage, InProcess, NodeAccess } from "@koder/fleet-core"
+import { AgentUsage, InProcess, NodeAccess, ServiceCatalog } from "@koder/fleet-core"
 import { Duration, Effect, Either, Schedule } from "effect"
 import { homedir } from "node:os"
 import { join, resolve } from "node:path"
@@ -19,6 +19,7 @@ import * as AgentProcess from "./agent/AgentProcess.js"
 import * as HostFacts from "./agent/HostFacts.js"
 import * as Box from "./box/Box.js"
 import { ConfigError } from "./DaemonError.js"
+import * as ServiceProxy from "./net/ServiceProxy.js"
 import * as Server from "./Server.js"
 
 /** `koder-fleet dev --help`. */
@@ -32,6 +33,8 @@ A single-host cluster: API server, controllers, scheduler, box and agent in one 
   --node-name NAME       the node's name (default: this host's name)
   --reserved LIST        resources kept from pods, e.g. cpu=500m,memory=1Gi (default none)
   --usage-interval DUR   how often container usage is sampled for metrics.k8s.io (default 15s)
+  --nodeport-address A   where NodePort Services listen (default 127.0.0.1; off: nowhere)
+  --lb-pool RANGES       LoadBalancer addresses (default 127.0.0.2-127.0.0.254, proxied on this host)
 
 Any other flag is the server's (koder-fleet server --help).`
 
@@ -41,6 +44,8 @@ export interface Config {
   readonly nodeName: string
   readonly reserved: Readonly<Record<string, string>>
   readonly usageInterval: Duration.Duration
+  /** Where node ports listen (undefined: off). */
+  readonly nodePortAddress: string | undefined
 }
 
 const take = (args: Array<string>, flag: string): string | undefined => {
@@ -65,13 +70,15 @@ export const parseFlags = (argv: ReadonlyArray<string>, env: Readonly<Record<str
   const nodeName = take(args, "--node-name") ?? HostFacts.defaultNodeName()
   const reservedText = take(args, "--reserved")
   const intervalText = take(args, "--usage-interval") ?? "15s"
+  const nodePortText = take(args, "--nodeport-address") ?? "127.0.0.1"
+  if (!args.some((a) => a === "--lb-pool" || a.startsWith("--lb-pool="))) args.push("--lb-pool", "127.0.0.2-127.0.0.254")
   if (!args.some((a) => a === "--listen" || a.startsWith("--listen="))) args.push("--listen", "127.0.0.1:9300")
   if (!args.some((a) => a === "--data-dir" || a.startsWith("--data-dir="))) args.push("--data-dir", resolve(env["FLEET_DATA_DIR"] ?? join(homedir(), ".koder-fleet")))
   return Either.gen(function* () {
     const server = yield* Server.parseFlags(args, env)
     const usageInterval = yield* Server.parseDuration("--usage-interval", intervalText)
     const reserved = reservedText === undefined ? {} : yield* Either.mapLeft(HostFacts.parseReserved(reservedText), (why) => new ConfigError({ message: `--reserved: ${why}` }))
-    return { server, nodeName, reserved, usageInterval }
+    return { server, nodeName, reserved, usageInterval, nodePortAddress: nodePortText === "off" ? undefined : nodePortText }
   })
 }
 
@@ -99,8 +106,11 @@ const alongside = (config: Config) => (context: Server.Alongside) =>
       nodeName: config.nodeName,
       dataDir: join(dataDir, "agent"),
       reserved: config.reserved,
-      region: config.server.region
+      region: config.server.region,
+      ...(context.dns === undefined ? {} : { clusterDns: `${context.dns.host}:${context.dns.port}` })
     }).pipe(Effect.mapError((e) => new ConfigError({ message: e.message })))
+    // NodePort and LoadBalancer Services, proxied on this host to the pods' host ports.
+    yield* ServiceProxy.make({ catalog: yield* ServiceCatalog.make(running.client), nodeAddress: config.nodePortAddress })
     // Runs before the box closes (finalizers run in reverse): Ctrl-C ends every workload.
     yield* Effect.addFinalizer(() => running.agent.stopAll)
     context.setLocalNodes(new Map([[running.nodeName, NodeAccess.fromRuntime(box.runtime, running.nodeName)]]))

@@ -6,7 +6,7 @@
  *   flags ─▶ data dir ─▶ Tls.ensure ─▶ Bootstrap.load ─▶ store ─▶ HttpServer ─▶ ApiServer
  *         ─▶ Bootstrap.publish (kubeconfig) ─▶ "listening" line ─▶ wait for a signal ─▶ drain
  */
-import { AdmissionPlugins, ApiServer, Binding, Client, Eviction, type Http, InProcess, MetricsApi, MetricsSource, NodeAccess, Placement, PodExec, PodLog, Registry, type Store } from "@koder/fleet-core"
+import { AdmissionPlugins, ApiServer, Binding, Client, Controllers, Eviction, type Http, InProcess, MetricsApi, MetricsSource, NodeAccess, Placement, PodExec, PodLog, Registry, type Store } from "@koder/fleet-core"
 import { PgStore } from "@koder/fleet-store-pg"
 import { SqliteStore } from "@koder/fleet-store-sqlite"
 import { Cause, Duration, Effect, Either, Exit, Option, Scope } from "effect"
@@ -17,6 +17,7 @@ import * as Bootstrap from "./Bootstrap.js"
 import * as ControlPlane from "./ControlPlane.js"
 import { ConfigError, describe, type DaemonError } from "./DaemonError.js"
 import * as HttpServer from "./HttpServer.js"
+import * as DnsService from "./net/DnsService.js"
 import * as IngressProxy from "./net/IngressProxy.js"
 import * as RemoteNodeAccess from "./RemoteNodeAccess.js"
 import { ensureDir } from "./internal/files.js"
@@ -37,6 +38,10 @@ export interface Config {
   readonly limits: Pick<HttpServer.Limits, "maxInFlight" | "maxWatches" | "requestTimeout">
   /** Controllers (and `scheduler`) not to run; `*`: none (an API-only server). */
   readonly disabledControllers: ReadonlyArray<string>
+  /** Cluster DNS (net/DnsService.ts): where it listens (undefined: off) and where other names go. */
+  readonly dns: { readonly listen: DnsService.Listen | undefined; readonly upstream: { readonly host: string; readonly port: number } | undefined }
+  /** `--lb-pool`: LoadBalancer Service addresses (none: such Services stay pending). */
+  readonly lbPool: string | undefined
   /** Flags of the security components, passed through (see security/Context.ts). */
   readonly security: Readonly<Record<string, string | ReadonlyArray<string> | boolean | undefined>>
   /** The HTTP(S) ingress (net/IngressProxy.ts); a listener undefined is off. */
@@ -61,6 +66,11 @@ export const usage = `usage: koder-fleet server [flags]
   --request-timeout DURATION   time limit of a non-watch request, e.g. 60s, 500ms, 2m (default 60s)
   --disable-controllers NAMES  controllers not to run, comma-separated (e.g. cronjob,scheduler); * runs none.
                                With --store postgres, controllers run only in the server holding the lease
+  --dns-listen HOST:PORT       cluster DNS, UDP and TCP (default 127.0.0.1:5353; off: none)
+  --dns-upstream HOST[:PORT]   where DNS forwards names outside the cluster (default: none, they are refused)
+  --lb-pool RANGES             addresses for LoadBalancer Services: FIRST-LAST ranges or CIDRs, comma-separated
+                               (default none: they stay pending)
+  --service-node-port-range R  node ports of NodePort/LoadBalancer Services (default 30000-32767)
   --ingress-listen HOST:PORT   the ingress's HTTP address (default 127.0.0.1:8080; off: none)
   --ingress-tls-listen HOST:PORT
                                the ingress's HTTPS address (default 127.0.0.1:8443; off: none)
@@ -119,6 +129,9 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
             "max-watches-inflight": { type: "string" },
             "request-timeout": { type: "string" },
             "disable-controllers": { type: "string", multiple: true },
+            "dns-listen": { type: "string" },
+            "dns-upstream": { type: "string" },
+            "lb-pool": { type: "string" },
             "ingress-listen": { type: "string" },
             "ingress-tls-listen": { type: "string" },
             "ingress-timeout": { type: "string" },
@@ -158,6 +171,11 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
         ca: parsed["tls-ca"]
       },
       disabledControllers: yield* parseDisabled(parsed["disable-controllers"] ?? []),
+      dns: {
+        listen: yield* Either.mapLeft(DnsService.parseListen(parsed["dns-listen"], DnsService.defaultListen), (message) => new ConfigError({ message })),
+        upstream: yield* Either.mapLeft(DnsService.parseUpstream(parsed["dns-upstream"]), (message) => new ConfigError({ message }))
+      },
+      lbPool: yield* parseLbPool(parsed["lb-pool"]),
       ingress: {
         http: yield* parseListener("--ingress-listen", parsed["ingress-listen"], "127.0.0.1:8080"),
         https: yield* parseListener("--ingress-tls-listen", parsed["ingress-tls-listen"], "127.0.0.1:8443"),
@@ -173,6 +191,12 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
   })
 
 /** A listener flag: `HOST:PORT`, or `off`; explicit when given (then failing to bind it fails startup). */
+const parseLbPool = (text: string | undefined): Either.Either<string | undefined, ConfigError> => {
+  if (text === undefined || text === "" || text === "off") return Either.right(undefined)
+  const pool = Controllers.ServiceLoadBalancer.parsePool(text)
+  return Either.isLeft(pool) ? fail(`--lb-pool ${JSON.stringify(text)}: ${pool.left}`) : Either.right(text)
+}
+
 const parseListener = (flag: string, text: string | undefined, fallback: string): Either.Either<IngressProxy.Listen | undefined, ConfigError> => {
   if (text === "off") return Either.right(undefined)
   return Either.map(
@@ -242,6 +266,8 @@ export interface Alongside {
   /** `https://host:port` as clients dial it, and the CA that signs its certificate (none: a publicly trusted one). */
   readonly server: string
   readonly caPem: string | undefined
+  /** Where the cluster DNS answers (undefined: off), for what pods are told. */
+  readonly dns: { readonly host: string; readonly port: number } | undefined
 }
 
 /** Run the server until `stop` completes (default: a signal), then drain and close. */
@@ -340,7 +366,10 @@ export const run = (
         store,
         elect: config.store._tag === "postgres",
         disabled: config.disabledControllers,
-        ...(typeof config.security["service-cluster-ip-range"] === "string" ? { controllers: { clusterIpRepair: { range: config.security["service-cluster-ip-range"] } } } : {})
+        controllers: {
+          ...(typeof config.security["service-cluster-ip-range"] === "string" ? { clusterIpRepair: { range: config.security["service-cluster-ip-range"] } } : {}),
+          ...(config.lbPool === undefined ? {} : { serviceLoadBalancer: { pool: config.lbPool } })
+        }
       }, plane).pipe(Scope.extend(apiScope))
 
       // The ingress reads the cluster and writes Ingress status as the control plane does (loopback).
@@ -352,8 +381,22 @@ export const run = (
               ...config.ingress
             }).pipe(Scope.extend(apiScope))
 
+      // Cluster DNS reads Services and EndpointSlices as the control plane does (loopback).
+      const dns =
+        config.dns.listen === undefined
+          ? undefined
+          : yield* DnsService.serve(
+              Client.make({ server: "https://loopback.fleet.internal", token: loopback.token, fetch: InProcess.fetch(api.handle, { client: "fleet-dns" }) }),
+              config.dns.listen,
+              { upstream: config.dns.upstream, role }
+            ).pipe(
+              Effect.mapError((e) => new ConfigError({ message: e.message })),
+              Scope.extend(apiScope)
+            )
+
       if (alongside !== undefined) {
         yield* alongside({
+          dns: dns === undefined ? undefined : { host: advertisedHost(dns.host), port: dns.port },
           handle: api.handle,
           nodeToken: (node) => {
             const token = nodeTokens.get(node) ?? ControlPlane.loopback().token
@@ -375,6 +418,7 @@ export const run = (
       if (published.warning !== undefined) console.error(`koder-fleet server: ${published.warning}`)
       for (const line of security.banner) console.log(`koder-fleet server: ${line}`)
       if (ingress !== undefined) console.log(`koder-fleet ${role}: ${IngressProxy.describeListeners(ingress)}`)
+      if (dns !== undefined) console.log(`koder-fleet ${role}: DNS on ${urlHost(dns.host)}:${dns.port} (udp, tcp)`)
       if (metricsServer !== undefined) console.log(`koder-fleet ${role}: metrics on http://${urlHost(metricsServer.address.host)}:${metricsServer.address.port}/metrics`)
       console.log(`koder-fleet ${role} listening on https://${urlHost(http.address.host)}:${http.address.port} (kubeconfig: ${published.kubeconfig})`)
       yield* ready

@@ -53,6 +53,8 @@ export interface Options {
   readonly networkPolicyStrict?: boolean
   /** Pod networking (default `host`: host ports). */
   readonly network?: "host" | "pod"
+  /** The cluster DNS (`host:port`) host-mode pods are told of in `FLEET_DNS`. */
+  readonly clusterDns?: string
   /** Timings passed to the agent (tests shorten them). */
   readonly tuning?: Pick<Agent.Options, "workers" | "relistMs" | "resyncMs" | "leaseRenewMs" | "nodeStatusReportMs" | "objectTtlMs">
 }
@@ -126,7 +128,8 @@ export const run = (options: Options): Effect.Effect<Running, AgentStartError, S
       ...(options.network === undefined ? {} : { network: options.network }),
       ...(options.networkPolicyStrict === undefined ? {} : { networkPolicyStrict: options.networkPolicyStrict }),
       ...options.tuning,
-      defaultEnv: { PATH: process.env["PATH"] ?? Agent.defaultPath },
+      // FLEET_DNS: host-mode pods share the host's resolv.conf, so the cluster DNS is named here.
+      defaultEnv: { PATH: process.env["PATH"] ?? Agent.defaultPath, ...(options.clusterDns === undefined ? {} : { FLEET_DNS: options.clusterDns }) },
       runtimeName: info.name
     }).pipe(
       Effect.provideService(Runtime.Runtime, runtime),

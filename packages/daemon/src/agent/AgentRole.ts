@@ -23,6 +23,9 @@ import { KboxClient } from "@koder/fleet-kbox-client"
 import * as AgentEndpoint from "./AgentEndpoint.js"
 import * as AgentProcess from "./AgentProcess.js"
 import * as HostFacts from "./HostFacts.js"
+import { ServiceCatalog } from "@koder/fleet-core"
+import * as DnsService from "../net/DnsService.js"
+import * as ServiceProxy from "../net/ServiceProxy.js"
 
 /** `koder-fleet agent --help`. */
 export const usage = `usage: koder-fleet agent --server URL [flags]
@@ -39,6 +42,10 @@ export const usage = `usage: koder-fleet agent --server URL [flags]
   --region NAME         the node's region label (default local)
   --internal-ip IP      the address pods are reached at (default: the first non-loopback IPv4)
   --port N              the HTTPS port the API server reaches the agent on for logs and exec (default 9301; 0 picks one)
+  --nodeport-address A  where NodePort Services listen on this node (default 0.0.0.0; off: nowhere)
+  --dns-listen ADDR:PORT  serve cluster DNS for this node's pods (default off)
+  --dns-upstream ADDR   where that DNS forwards other names (default: none, they are refused)
+  --cluster-dns ADDR:PORT the DNS host-mode pods are told of in FLEET_DNS (default: --dns-listen's address)
   --network-policy-strict  a pod a NetworkPolicy selects is not started when the box cannot enforce it
                         (default: it runs, with a Warning Event)`
 
@@ -56,6 +63,10 @@ export interface Config {
   readonly region: string | undefined
   readonly internalIP: string | undefined
   readonly port: number
+  readonly nodePortAddress: string | undefined
+  readonly dnsListen: DnsService.Listen | undefined
+  readonly dnsUpstream: { readonly host: string; readonly port: number } | undefined
+  readonly clusterDns: string | undefined
   /** `--network-policy-strict`: fail pods closed when their NetworkPolicy cannot be enforced. */
   readonly networkPolicyStrict: boolean
 }
@@ -69,7 +80,7 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
       options: {
         "network-policy-strict": { type: "boolean" as const },
         ...Object.fromEntries(
-        ["server", "join-token", "ca-hash", "ca-file", "token", "box-socket", "data-dir", "node-name", "reserved", "region", "internal-ip", "port"].map((k) => [k, { type: "string" as const }])
+        ["server", "join-token", "ca-hash", "ca-file", "token", "box-socket", "data-dir", "node-name", "reserved", "region", "internal-ip", "port", "nodeport-address", "dns-listen", "dns-upstream", "cluster-dns"].map((k) => [k, { type: "string" as const }])
       )
       },
       strict: true,
@@ -89,7 +100,16 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
   if (Either.isLeft(reserved)) return Either.left(`--reserved: ${reserved.left}`)
   const port = Number(str("port") ?? 9301)
   if (!Number.isInteger(port) || port < 0 || port > 65535) return Either.left(`--port ${JSON.stringify(str("port"))}: expected a port number`)
+  const dnsListen = DnsService.parseListen(str("dns-listen"), undefined)
+  if (Either.isLeft(dnsListen)) return Either.left(dnsListen.left)
+  const dnsUpstream = DnsService.parseUpstream(str("dns-upstream"))
+  if (Either.isLeft(dnsUpstream)) return Either.left(dnsUpstream.left)
+  const nodePortAddress = str("nodeport-address") ?? "0.0.0.0"
   return Either.right({
+    nodePortAddress: nodePortAddress === "off" ? undefined : nodePortAddress,
+    dnsListen: dnsListen.right,
+    dnsUpstream: dnsUpstream.right,
+    clusterDns: str("cluster-dns"),
     server: server.replace(/\/+$/, ""),
     joinToken: str("join-token"),
     caHash,
@@ -191,7 +211,17 @@ export const main = async (args: ReadonlyArray<string>): Promise<number> => {
         }),
         (e) => Effect.promise(() => e.close())
       )
+      // DNS binds first (pods are told its address), and answers once the agent's client is up.
+      const dns = DnsService.deferredView()
+      const dnsAddress =
+        config.dnsListen === undefined
+          ? undefined
+          : yield* DnsService.serveView(config.dnsListen, dns.view, { upstream: config.dnsUpstream, role: "agent" }).pipe(
+              Effect.mapError((e) => new AgentProcess.AgentStartError({ message: e.message }))
+            )
+      const clusterDns = config.clusterDns ?? (dnsAddress === undefined ? undefined : `${DnsService.advertised(dnsAddress.host, internalIP)}:${dnsAddress.port}`)
       const running = yield* AgentProcess.run({
+        ...(clusterDns === undefined ? {} : { clusterDns }),
         server: config.server,
         ca,
         ...(config.token === undefined ? {} : { token: config.token }),
@@ -205,6 +235,10 @@ export const main = async (args: ReadonlyArray<string>): Promise<number> => {
         ...(config.region === undefined ? {} : { region: config.region }),
         ...(config.networkPolicyStrict ? { networkPolicyStrict: true } : {})
       })
+      const catalog = yield* ServiceCatalog.make(running.client)
+      dns.set(catalog)
+      yield* ServiceProxy.make({ catalog, nodeAddress: config.nodePortAddress })
+      if (dnsAddress !== undefined) console.log(`koder-fleet agent: DNS on ${dnsAddress.host}:${dnsAddress.port} (udp, tcp)`)
       console.log(`koder-fleet agent: node ${running.nodeName} registered with ${config.server}; running pods through ${config.boxSocket}`)
       const why = yield* stop
       // Containers keep running: the next agent adopts them.

@@ -76,7 +76,8 @@ export const make = (context: Context): Effect.Effect<Contribution, never, Scope
       // RegionLabel only restores a label a webhook dropped.
       region: typeof region === "string" && region !== "" ? region : Meta.DefaultRegion,
       call: httpsCall,
-      ...(typeof context.flags["service-cluster-ip-range"] === "string" ? { serviceClusterIpRange: context.flags["service-cluster-ip-range"] } : {})
+      ...(typeof context.flags["service-cluster-ip-range"] === "string" ? { serviceClusterIpRange: context.flags["service-cluster-ip-range"] } : {}),
+      ...(typeof context.flags["service-node-port-range"] === "string" ? { serviceNodePortRange: context.flags["service-node-port-range"] } : {})
     })
     return { admission }
   })

@@ -20,7 +20,8 @@ export const options = {
   "audit-log": { type: "string" },
   "audit-log-max-bytes": { type: "string" },
   "audit-log-max-backups": { type: "string" },
-  "service-cluster-ip-range": { type: "string" }
+  "service-cluster-ip-range": { type: "string" },
+  "service-node-port-range": { type: "string" }
 } as const
 
 /** The usage lines of the security flags. */
