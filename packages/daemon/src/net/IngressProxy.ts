@@ -269,7 +269,12 @@ export const make = (options: Options): Effect.Effect<IngressProxy, ListenError,
       const up = (t: IngressRoutes.Target) => (downUntil.get(ServiceBackends.hostPort(t)) ?? 0) <= now
       return [...rotated.filter(up), ...rotated.filter((t) => !up(t))].slice(0, maxAttempts)
     }
-    const markDown = (t: IngressRoutes.Target) => downUntil.set(ServiceBackends.hostPort(t), Date.now() + downMs)
+    const markDown = (t: IngressRoutes.Target) => {
+      const now = Date.now()
+      // Pod addresses come and go: forget expired marks before they pile up.
+      if (downUntil.size >= 1024) for (const [k, until] of downUntil) if (until <= now) downUntil.delete(k)
+      downUntil.set(ServiceBackends.hostPort(t), now + downMs)
+    }
 
     const agent = new Agent({ connect: { timeout: limits.connectMs }, keepAliveTimeout: 4000, keepAliveMaxTimeout: 60_000 })
     yield* Effect.addFinalizer(() => Effect.promise(() => agent.destroy().catch(() => undefined)))
