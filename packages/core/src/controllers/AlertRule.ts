@@ -274,15 +274,26 @@ export interface Options {
   readonly source?: string
 }
 
+// Informer objects are replaced, never changed, on update: a rule is decoded once per version
+// however many Events (a storm) ask which rules they concern.
+const decodedRules = new WeakMap<JsonObject, AlertRuleModel.AlertRule | undefined>()
+const decodeRule = (raw: JsonObject): AlertRuleModel.AlertRule | undefined => {
+  if (decodedRules.has(raw)) return decodedRules.get(raw)
+  const decoded = decodeObject(AlertRuleModel.AlertRule, raw)
+  const rule = Either.isRight(decoded) ? decoded.right : undefined
+  decodedRules.set(raw, rule)
+  return rule
+}
+
 /** The rules an Event change may concern: its namespace's, and kube-system's that reach it. */
 const rulesFor = (informers: Informer.Informers, event: JsonObject): ReadonlyArray<string> => {
   const ns = str(Pods.meta(event)["namespace"])
   const rules = informers.for(AlertRuleRef)
   const candidates = ns === AlertRuleModel.ClusterNamespace ? rules.list(ns) : [...rules.list(ns), ...rules.list(AlertRuleModel.ClusterNamespace)]
   return candidates
-    .filter((r) => {
-      const decoded = decodeObject(AlertRuleModel.AlertRule, r)
-      return Either.isRight(decoded) && decoded.right.spec.suspend !== true && matches(decoded.right, event)
+    .filter((raw) => {
+      const rule = decodeRule(raw)
+      return rule !== undefined && rule.spec.suspend !== true && matches(rule, event)
     })
     .map(Informer.keyOf)
 }
@@ -324,10 +335,9 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => {
         const { namespace, name } = Informer.splitKey(key)
         const raw = ctx.informers.for(AlertRuleRef).get(namespace, name)
         if (raw === undefined || Pods.meta(raw)["deletionTimestamp"] !== undefined) return
-        const decoded = decodeObject(AlertRuleModel.AlertRule, raw)
+        const rule = decodeRule(raw)
         // The API validated it; a rule that no longer decodes waits for its next edit.
-        if (Either.isLeft(decoded) || decoded.right.spec.suspend === true) return
-        const rule = decoded.right
+        if (rule === undefined || rule.spec.suspend === true) return
         const now = yield* Clock.currentTimeMillis
         const eventsInformer = ctx.informers.for(EventTtl.EventRef)
         const namespaces = AlertRuleModel.watchedNamespaces(rule)
