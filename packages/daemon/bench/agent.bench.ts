@@ -3,9 +3,12 @@
 // HTTPS while a watch is open; a pod's startup is its creation (the create call's start) to the
 // first watch event showing it Running, as Kubernetes' pod startup SLI counts it (no image pulls
 // here: the process driver runs `sleep`). One JSON line per result on stdout:
-//   agent.pod_startup.p99   ms, 100 pods created 10 at a time (target ≤ 500 ms)
+//   agent.pod_startup.p99         ms, 100 pods created 10 at a time, a burst (target ≤ 500 ms)
+//   agent.pod_startup_paced.p99   ms, 100 more created at a steady 5 per second, as Kubernetes'
+//                                 density tests create their latency pods (the SLI measures
+//                                 latency, not throughput)
 // with p50, max, the create rate and the dev process's CPU in `params`. Knobs:
-//   FLEET_BENCH_PODS (100)  FLEET_BENCH_CONCURRENCY (10)
+//   FLEET_BENCH_PODS (100)  FLEET_BENCH_CONCURRENCY (10)  FLEET_BENCH_RATE (5)
 import { performance } from "node:perf_hooks"
 import * as BenchServer from "./BenchServer.js"
 
@@ -16,21 +19,25 @@ const knob = (name: string, fallback: number) => {
 }
 const count = knob("FLEET_BENCH_PODS", 100)
 const concurrency = knob("FLEET_BENCH_CONCURRENCY", 10)
+const rate = knob("FLEET_BENCH_RATE", 5)
 const log = (m: string) => process.stderr.write(`agent bench: ${m}\n`)
 const percentile = (sorted: ReadonlyArray<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!
 const round = (x: number) => Math.round(x * 10) / 10
 
-const pod = (i: number) => ({
+const pod = (name: string, phase: string) => ({
   apiVersion: "v1",
   kind: "Pod",
-  metadata: { name: `bench-${i}`, labels: { bench: "startup" } },
+  metadata: { name, labels: { bench: "startup", phase } },
   spec: { terminationGracePeriodSeconds: 1, containers: [{ name: "sleep", image: "busybox", command: ["sleep", "3600"] }] }
 })
 
-const server = await BenchServer.start([], "dev")
-try {
+/** How a phase sends its creates: `concurrency` at a time, or one every 1/`rate` s. */
+type Load = { readonly concurrency: number } | { readonly rate: number }
+
+/** Create `count` pods of `phase` under `load` with a watch open; startup latency per pod. */
+const measure = async (server: BenchServer.BenchServer, phase: string, load: Load) => {
   const watchAgent = server.agent(1)
-  const { status, response } = await server.stream("/api/v1/namespaces/default/pods?watch=true&labelSelector=bench%3Dstartup", watchAgent)
+  const { status, response } = await server.stream(`/api/v1/namespaces/default/pods?watch=true&labelSelector=phase%3D${phase}`, watchAgent)
   if (status !== 200) throw new Error(`watch answered ${status}`)
   const created = new Map<string, number>()
   const running = new Map<string, number>()
@@ -53,48 +60,64 @@ try {
       }
     }
   })
+  const create = async (i: number) => {
+    const name = `${phase}-${i}`
+    created.set(name, performance.now())
+    const r = await server.send("POST", "/api/v1/namespaces/default/pods", pod(name, phase))
+    if (r.status !== 201) throw new Error(`create ${name}: ${r.status} ${r.body.toString()}`)
+  }
   const cpuBefore = server.cpuMs()
   const t0 = performance.now()
-  let next = 0
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < count) {
-        const i = next++
-        const started = performance.now()
-        created.set(`bench-${i}`, started)
-        const r = await server.send("POST", "/api/v1/namespaces/default/pods", pod(i))
-        if (r.status !== 201) throw new Error(`create bench-${i}: ${r.status} ${r.body.toString()}`)
-      }
-    })
-  )
+  if ("concurrency" in load) {
+    let next = 0
+    await Promise.all(
+      Array.from({ length: load.concurrency }, async () => {
+        while (next < count) await create(next++)
+      })
+    )
+  } else {
+    const sent: Array<Promise<void>> = []
+    for (let i = 0; i < count; i++) {
+      const due = t0 + (i * 1000) / load.rate
+      const wait = due - performance.now()
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait))
+      sent.push(create(i))
+    }
+    await Promise.all(sent)
+  }
   const createSeconds = (performance.now() - t0) / 1000
-  const timeout = setTimeout(() => log(`only ${running.size}/${count} Running after 120 s`), 120_000)
+  const timeout = setTimeout(() => log(`${phase}: only ${running.size}/${count} Running after 120 s`), 120_000)
   await Promise.race([done, new Promise((r) => setTimeout(r, 125_000))])
   clearTimeout(timeout)
   const cpuMs = (server.cpuMs() ?? 0) - (cpuBefore ?? 0)
-  const latencies = [...running].map(([name, at]) => at - created.get(name)!).sort((a, b) => a - b)
-  console.log(
-    JSON.stringify({
-      bench: "agent.pod_startup.p99",
-      unit: "ms",
-      value: latencies.length === count ? round(percentile(latencies, 99)) : null,
-      params: {
-        pods: count,
-        running: running.size,
-        concurrency,
-        p50Ms: round(percentile(latencies, 50)),
-        maxMs: round(latencies[latencies.length - 1] ?? NaN),
-        createPodsPerSecond: round(count / createSeconds),
-        devCpuMs: cpuMs,
-        driver: "process",
-        workload: "sleep 3600"
-      }
-    })
-  )
   response.destroy()
   watchAgent.destroy()
+  const latencies = [...running].map(([name, at]) => at - created.get(name)!).sort((a, b) => a - b)
+  return {
+    value: latencies.length === count ? round(percentile(latencies, 99)) : null,
+    params: {
+      pods: count,
+      running: running.size,
+      ...load,
+      p50Ms: round(percentile(latencies, 50)),
+      maxMs: round(latencies[latencies.length - 1] ?? NaN),
+      createPodsPerSecond: round(count / createSeconds),
+      devCpuMs: cpuMs,
+      driver: "process",
+      workload: "sleep 3600"
+    },
+    names: [...created.keys()]
+  }
+}
+
+const server = await BenchServer.start([], "dev")
+try {
+  const burst = await measure(server, "burst", { concurrency })
+  console.log(JSON.stringify({ bench: "agent.pod_startup.p99", unit: "ms", value: burst.value, params: burst.params }))
+  const paced = await measure(server, "paced", { rate })
+  console.log(JSON.stringify({ bench: "agent.pod_startup_paced.p99", unit: "ms", value: paced.value, params: paced.params }))
   // Delete them all; the dev process's stop ends any that remain.
-  await Promise.all([...created.keys()].map((name) => server.send("DELETE", `/api/v1/namespaces/default/pods/${name}`)))
+  await Promise.all([...burst.names, ...paced.names].map((name) => server.send("DELETE", `/api/v1/namespaces/default/pods/${name}`)))
 } finally {
   await server.stop()
 }
