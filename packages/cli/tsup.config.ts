@@ -6,5 +6,8 @@ export default defineConfig({
   target: "node20",
   dts: true,
   sourcemap: true,
-  clean: true
+  clean: true,
+  // Bundling core lets esbuild keep only what the CLI uses (the client, not the kernel): a
+  // command starts in a fraction of the time loading all of core's dist takes.
+  noExternal: ["@koder/fleet-core"]
 })

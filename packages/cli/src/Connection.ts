@@ -48,7 +48,7 @@ export interface Connection {
   readonly close: () => Promise<void>
 }
 
-const unreachable = (server: string, e: unknown) => ApiError.of(Status.serviceUnavailable(`cannot reach the server at ${server}: ${causeOf(e)}`))
+const unreachable = (server: string, e: unknown) => ApiError.of(Status.serviceUnavailable(`cannot reach ${server}: ${causeOf(e)}`))
 
 /** The ApiError an unsuccessful response stands for (its Status when it sent one). */
 export const failureOf = (response: Response): Effect.Effect<never, ApiError.ApiError> =>

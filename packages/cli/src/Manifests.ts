@@ -6,7 +6,7 @@
  */
 import { readdirSync, readFileSync, statSync } from "node:fs"
 import { join } from "node:path"
-import { parseAllDocuments } from "yaml"
+import { LineCounter, parseAllDocuments } from "yaml"
 import { CliError } from "./CliError.js"
 
 type Json = Record<string, unknown>
@@ -22,10 +22,11 @@ const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null 
 /** The objects in one file's text, or a CliError naming `source`, line and column (pure). */
 export const parseText = (source: string, text: string): ReadonlyArray<Manifest> => {
   const out: Array<Manifest> = []
-  for (const doc of parseAllDocuments(text, { prettyErrors: false })) {
+  const lines = new LineCounter()
+  for (const doc of parseAllDocuments(text, { prettyErrors: false, lineCounter: lines })) {
     const error = doc.errors[0]
     if (error !== undefined) {
-      const pos = error.linePos?.[0]
+      const pos = lines.linePos(error.pos[0])
       const where = pos === undefined ? "" : `line ${pos.line}, column ${pos.col}: `
       const message = error.message.replace(/ at line \d+, column \d+:?[\s\S]*$/, "")
       throw new CliError({ message: `error parsing ${source}: ${where}${message}` })

@@ -23,6 +23,51 @@ const cordon = (s: Session, t: Terminal, nodes: ReadonlyArray<string>, on: boole
     })
   )
 
+/** Whether a label selector (matchLabels and matchExpressions) selects `labels` (pure). */
+export const selects = (selector: Record<string, unknown>, labels: Record<string, unknown>): boolean => {
+  const matchLabels = Object.entries(obj(selector["matchLabels"])).every(([k, v]) => labels[k] === v)
+  const expressions = arr(selector["matchExpressions"]).every((raw) => {
+    const x = obj(raw)
+    const value = labels[str(x["key"])]
+    const values = arr(x["values"]).map(str)
+    switch (str(x["operator"])) {
+      case "In":
+        return value !== undefined && values.includes(str(value))
+      case "NotIn":
+        return value === undefined || !values.includes(str(value))
+      case "Exists":
+        return value !== undefined
+      case "DoesNotExist":
+        return value === undefined
+      default:
+        return false
+    }
+  })
+  return matchLabels && expressions
+}
+
+/** Why pods could not be evicted: the budgets that cover them, with their numbers. */
+const guards = (s: Session, remaining: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    const lines: Array<string> = []
+    for (const key of remaining) {
+      const [namespace, name] = key.split("/") as [string, string]
+      const pod = yield* Effect.either(s.conn.client.get({ apiVersion: "v1", kind: "Pod" }, namespace, name))
+      if (pod._tag === "Left") continue
+      const labels = obj(meta(pod.right)["labels"])
+      const pdbs = yield* s.conn.client.listAll({ apiVersion: "policy/v1", kind: "PodDisruptionBudget" }, { namespace })
+      for (const pdb of pdbs.items.filter((b) => selects(obj(obj(b["spec"])["selector"]), labels))) {
+        const spec = obj(pdb["spec"])
+        const st = obj(pdb["status"])
+        const rule = spec["minAvailable"] !== undefined ? `minAvailable ${str(spec["minAvailable"])}` : `maxUnavailable ${str(spec["maxUnavailable"])}`
+        lines.push(
+          `pod ${key} is protected by PodDisruptionBudget "${str(meta(pdb)["name"])}" (${rule}, ${str(st["currentHealthy"] ?? 0)} healthy, ${str(st["disruptionsAllowed"] ?? 0)} disruptions allowed)`
+        )
+      }
+    }
+    return lines
+  })
+
 const drain = (s: Session, t: Terminal, node: string, o: { timeout?: string; gracePeriod?: string }) =>
   Effect.gen(function* () {
     const timeout = o.timeout === undefined || o.timeout === "0" ? undefined : Age.parseDuration(o.timeout)
@@ -36,7 +81,10 @@ const drain = (s: Session, t: Terminal, node: string, o: { timeout?: string; gra
       onProgress: (line) => (line.startsWith("error") ? t.err(`${line}\n`) : t.out(`${line}\n`))
     }).pipe(
       Effect.catchTag("DrainTimeout", (e) =>
-        Effect.fail(new CliError({ message: `drain did not complete within ${o.timeout}: ${e.remaining.length} pod(s) remain (${e.remaining.join(", ")}); the node stays cordoned` }))
+        Effect.gen(function* () {
+          for (const line of yield* guards(s, e.remaining)) t.err(`${line}\n`)
+          return yield* Effect.fail(new CliError({ message: `drain did not complete within ${o.timeout}: ${e.remaining.length} pod(s) remain (${e.remaining.join(", ")}); the node stays cordoned` }))
+        })
       )
     )
     for (const sk of result.skipped) t.err(`Warning: ignoring ${sk.reason === "DaemonSet" ? "DaemonSet-managed" : "mirror"} pod ${sk.namespace}/${sk.name}\n`)
