@@ -54,10 +54,16 @@ const causeOf = (e: unknown): string => {
   return inner === undefined ? e.message : `${e.message}: ${inner}`
 }
 
+// An HTTP field value: visible Latin-1 and tabs. fetch rejects anything else with an error that
+// quotes the value — which may be a secret — so values are checked here first.
+const fieldValueRe = /^[\t\x20-\x7e\x80-\xff]*$/
+
 /** A Notifier over `fetch` (default: the global one). */
 export const make = (fetchImpl: typeof globalThis.fetch = (input, init) => globalThis.fetch(input, init)): NotifierService => ({
   deliver: (n) => {
     const where = `POST ${redactUrl(n.url)}`
+    const invalid = Object.entries(n.headers).find(([, value]) => !fieldValueRe.test(value))
+    if (invalid !== undefined) return Effect.fail(new DeliveryError({ reason: `${where}: header ${invalid[0]}: the value has characters HTTP headers cannot carry (line breaks, control or non-Latin-1 characters)` }))
     return Effect.tryPromise({
       try: async (signal) => {
         const response = await fetchImpl(n.url, {

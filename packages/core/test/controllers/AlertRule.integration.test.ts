@@ -139,6 +139,8 @@ describe("AlertRule (integration, real webhook)", () => {
           const header = (secret: string) => [{ name: "Authorization", valueFrom: { secretKeyRef: { name: secret, key: "token" } } }]
           yield* c.client.create(rule("broken", { match: { reasons: ["Failed"] }, webhook: { url: `${hook.url}/broken?key=hidden`, headers: header("notify") } }))
           yield* c.client.create(rule("no-secret", { match: { reasons: ["Failed"] }, webhook: { url: `${hook.url}/ok`, headers: header("missing") } }))
+          yield* c.client.create({ apiVersion: "v1", kind: "Secret", metadata: { name: "multiline", namespace: ns }, stringData: { token: "line one\ns3cr3t line two" } })
+          yield* c.client.create(rule("bad-value", { match: { reasons: ["Failed"] }, webhook: { url: `${hook.url}/ok`, headers: header("multiline") } }))
           yield* c.client.create(rule("short", { match: { reasons: ["Evicted"] }, threshold: { count: 1, window: "2s" }, webhook: { url: `${hook.url}/short` } }))
 
           const recorder = EventRecorder.make(c.client, { component: "kubelet" })
@@ -161,8 +163,13 @@ describe("AlertRule (integration, real webhook)", () => {
             Effect.flatMap(status(c, "no-secret"), (s) => (typeof s["lastDeliveryError"] === "string" ? Effect.succeed(s) : fail(`no error yet: ${JSON.stringify(s)}`)))
           )
           expect(noSecret["lastDeliveryError"]).toBe("header Authorization: secret shop/missing not found")
+          // A Secret value no header can carry: the error says so without quoting it.
+          const badValue = yield* c.eventually(
+            Effect.flatMap(status(c, "bad-value"), (s) => (typeof s["lastDeliveryError"] === "string" ? Effect.succeed(s) : fail(`no error yet: ${JSON.stringify(s)}`)))
+          )
+          expect(badValue["lastDeliveryError"]).toContain("header Authorization: the value has characters HTTP headers cannot carry")
           expect(hook.received.filter((r) => r.path === "/ok")).toHaveLength(0)
-          for (const name of ["broken", "no-secret"]) expect(JSON.stringify(yield* c.client.get(RuleRef, ns, name))).not.toContain("s3cr3t")
+          for (const name of ["broken", "no-secret", "bad-value"]) expect(JSON.stringify(yield* c.client.get(RuleRef, ns, name))).not.toContain("s3cr3t")
 
           // `short` fired on the eviction and resolves once the event leaves its 2 s window.
           yield* c.eventually(until(() => hook.received.some((r) => r.path === "/short" && r.body.status === "resolved"), "not resolved"), { timeoutMs: 10_000 })
