@@ -2,6 +2,7 @@
 /**
  * `koder-fleet`: the process entry point. Parses the role and hands over to its wiring.
  */
+import * as Logging from "./observability/Logging.js"
 import * as Roles from "./Roles.js"
 
 const version = "0.1.0"
@@ -13,11 +14,20 @@ const usage = () =>
     "roles:",
     ...Roles.all.map((r) => `  ${r.padEnd(8)}${Roles.describe[r]}`),
     "",
-    "  version  print the version"
+    "  version  print the version",
+    "",
+    `flags of every role:${Logging.usage}`
   ].join("\n")
 
-const [command, ...args] = process.argv.slice(2)
-if (command === "version" || command === "--version") {
+const [command, ...given] = process.argv.slice(2)
+// The log flags apply to every role: taken off here, the role parses the rest.
+const logFlags = Logging.extractFlags(given)
+const args = logFlags._tag === "Right" ? logFlags.right.rest : given
+if (logFlags._tag === "Right") Logging.configure(logFlags.right.settings)
+if (logFlags._tag === "Left") {
+  console.error(`koder-fleet: ${logFlags.left}`)
+  process.exitCode = 2
+} else if (command === "version" || command === "--version") {
   console.log(`koder-fleet ${version}`)
 } else if (command === undefined || command === "help" || command === "--help" || command === "-h") {
   console.log(usage())

@@ -19,6 +19,7 @@ import { connect, type PeerCertificate, type DetailedPeerCertificate } from "nod
 import { parseArgs } from "node:util"
 import { Cause, Effect, Either, Exit, Option } from "effect"
 import { readIfExists, writeAtomic } from "../internal/files.js"
+import * as Logging from "../observability/Logging.js"
 import { KboxClient } from "@koder/fleet-kbox-client"
 import * as AgentEndpoint from "./AgentEndpoint.js"
 import * as AgentProcess from "./AgentProcess.js"
@@ -245,7 +246,7 @@ export const main = async (args: ReadonlyArray<string>): Promise<number> => {
       console.error(`koder-fleet agent: ${why}, stopping (containers keep running)`)
     })
   )
-  const exit = await Effect.runPromiseExit(program)
+  const exit = await Effect.runPromiseExit(Logging.provide(program))
   if (Exit.isSuccess(exit)) return 0
   const failure = Cause.failureOption(exit.cause).pipe(Option.match({ onNone: () => Cause.pretty(exit.cause), onSome: (e) => e.message }))
   console.error(`koder-fleet agent: ${failure}`)
