@@ -6,7 +6,7 @@
  *   flags ─▶ data dir ─▶ Tls.ensure ─▶ Bootstrap.load ─▶ store ─▶ HttpServer ─▶ ApiServer
  *         ─▶ Bootstrap.publish (kubeconfig) ─▶ "listening" line ─▶ wait for a signal ─▶ drain
  */
-import { AdmissionPlugins, ApiServer, Binding, Client, Controllers, Eviction, type Http, InProcess, MetricsApi, MetricsSource, NodeAccess, Placement, PodExec, PodLog, Registry, type Store } from "@koder/fleet-core"
+import { AdmissionPlugins, ApiServer, PodCidr, Binding, Client, Controllers, Eviction, type Http, InProcess, MetricsApi, MetricsSource, NodeAccess, Placement, PodExec, PodLog, Registry, type Store } from "@koder/fleet-core"
 import { PgStore } from "@koder/fleet-store-pg"
 import { SqliteStore } from "@koder/fleet-store-sqlite"
 import { Cause, Duration, Effect, Either, Exit, Option, Scope } from "effect"
@@ -21,7 +21,6 @@ import * as DnsService from "./net/DnsService.js"
 import * as IngressProxy from "./net/IngressProxy.js"
 import * as RemoteNodeAccess from "./RemoteNodeAccess.js"
 import { ensureDir } from "./internal/files.js"
-import * as Logging from "./observability/Logging.js"
 import * as MetricsServer from "./observability/MetricsServer.js"
 import * as SecurityFlags from "./security/Flags.js"
 import * as Security from "./security/Security.js"
@@ -43,6 +42,8 @@ export interface Config {
   readonly dns: { readonly listen: DnsService.Listen | undefined; readonly upstream: { readonly host: string; readonly port: number } | undefined }
   /** `--lb-pool`: LoadBalancer Service addresses (none: such Services stay pending). */
   readonly lbPool: string | undefined
+  /** The CIDR nodes' pod CIDRs (`spec.podCIDR`, a /24 each) are cut from. */
+  readonly clusterCidr: string
   /** Flags of the security components, passed through (see security/Context.ts). */
   readonly security: Readonly<Record<string, string | ReadonlyArray<string> | boolean | undefined>>
   /** The HTTP(S) ingress (net/IngressProxy.ts); a listener undefined is off. */
@@ -67,6 +68,7 @@ export const usage = `usage: koder-fleet server [flags]
   --request-timeout DURATION   time limit of a non-watch request, e.g. 60s, 500ms, 2m (default 60s)
   --disable-controllers NAMES  controllers not to run, comma-separated (e.g. cronjob,scheduler); * runs none.
                                With --store postgres, controllers run only in the server holding the lease
+  --cluster-cidr CIDR          nodes' pod CIDRs are /24 blocks of it (default 10.42.0.0/16; isolated network mode)
   --dns-listen HOST:PORT       cluster DNS, UDP and TCP (default 127.0.0.1:5353; off: none)
   --dns-upstream HOST[:PORT]   where DNS forwards names outside the cluster (default: none, they are refused)
   --lb-pool RANGES             addresses for LoadBalancer Services: FIRST-LAST ranges or CIDRs, comma-separated
@@ -130,6 +132,7 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
             "max-watches-inflight": { type: "string" },
             "request-timeout": { type: "string" },
             "disable-controllers": { type: "string", multiple: true },
+            "cluster-cidr": { type: "string" },
             "dns-listen": { type: "string" },
             "dns-upstream": { type: "string" },
             "lb-pool": { type: "string" },
@@ -157,6 +160,9 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
       const ranges = AdmissionPlugins.ClusterIpAllocator.parseRanges(range)
       if (Either.isLeft(ranges)) return yield* fail(`--service-cluster-ip-range ${JSON.stringify(range)}: ${ranges.left}`)
     }
+    const clusterCidr = parsed["cluster-cidr"] ?? PodCidr.defaultClusterCidr
+    const cidrPlan = PodCidr.plan(clusterCidr)
+    if (Either.isLeft(cidrPlan)) return yield* fail(`--cluster-cidr ${JSON.stringify(clusterCidr)}: ${cidrPlan.left}`)
     const region = parsed.region ?? "local"
     if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(region)) return yield* fail(`--region ${JSON.stringify(region)}: expected a label value (lower-case letters, digits, '-', '.')`)
     return {
@@ -172,6 +178,7 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
         ca: parsed["tls-ca"]
       },
       disabledControllers: yield* parseDisabled(parsed["disable-controllers"] ?? []),
+      clusterCidr,
       dns: {
         listen: yield* Either.mapLeft(DnsService.parseListen(parsed["dns-listen"], DnsService.defaultListen), (message) => new ConfigError({ message })),
         upstream: yield* Either.mapLeft(DnsService.parseUpstream(parsed["dns-upstream"]), (message) => new ConfigError({ message }))
@@ -368,8 +375,9 @@ export const run = (
         elect: config.store._tag === "postgres",
         disabled: config.disabledControllers,
         controllers: {
-          ...(typeof config.security["service-cluster-ip-range"] === "string" ? { clusterIpRepair: { range: config.security["service-cluster-ip-range"] } } : {}),
-          ...(config.lbPool === undefined ? {} : { serviceLoadBalancer: { pool: config.lbPool } })
+          nodeIpam: { clusterCidr: config.clusterCidr },
+          ...(config.lbPool === undefined ? {} : { serviceLoadBalancer: { pool: config.lbPool } }),
+          ...(typeof config.security["service-cluster-ip-range"] === "string" ? { clusterIpRepair: { range: config.security["service-cluster-ip-range"] } } : {})
         }
       }, plane).pipe(Scope.extend(apiScope))
 
@@ -451,7 +459,7 @@ export const mainWith = async (
   alongside?: (context: Alongside) => Effect.Effect<void, DaemonError | { readonly message: string }, Scope.Scope>,
   ready?: Effect.Effect<void>
 ): Promise<number> => {
-  const exit = await Effect.runPromiseExit(Logging.provide(run(config, signal, alongside, role, ready)))
+  const exit = await Effect.runPromiseExit(run(config, signal, alongside, role, ready))
   if (Exit.isSuccess(exit)) return 0
   const failure = Cause.failureOption(exit.cause).pipe(
     Option.match({ onNone: () => Cause.pretty(exit.cause), onSome: (e) => e.message })

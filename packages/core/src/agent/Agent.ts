@@ -36,6 +36,9 @@ import type * as Config from "../model/Config.js"
 import type * as Pod from "../model/Pod.js"
 import type * as Volume from "../model/Volume.js"
 import * as Quantity from "../model/Quantity.js"
+import * as NodeRoutes from "../network/NodeRoutes.js"
+import * as PodCidr from "../network/PodCidr.js"
+import * as PodDns from "../network/PodDns.js"
 import * as Runtime from "../runtime/Runtime.js"
 import * as ContainerEnv from "./ContainerEnv.js"
 import * as ContainerIdentity from "./ContainerIdentity.js"
@@ -398,16 +401,33 @@ export const make = (
         return assigned
       })
 
+    // The node's pod CIDR (isolated mode), assigned by the server's node IPAM after registration
+    // and immutable from then on: read once it is there.
+    let podCidr: string | undefined
+    const nodePodCidr = Effect.gen(function* () {
+      if (podCidr !== undefined) return podCidr
+      const cidr = NodeRoutes.podCidrsOf(yield* client.get(NodeRef, undefined, nodeName))[0]
+      if (cidr === undefined) return yield* Effect.fail(new Runtime.Invalid({ message: `node ${nodeName} has no pod CIDR yet (spec.podCIDR, assigned by the server's node IPAM)` }))
+      return (podCidr = cidr)
+    })
+
     const ensureSandbox = (state: PodState, pod: Pod.Pod, hostPorts: ReadonlyArray<HostPorts.Assignment>) =>
       Effect.gen(function* () {
         if (state.sandbox !== undefined && state.sandbox.state === "ready") return state.sandbox
         const uid = pod.metadata.uid ?? ""
+        const own = network === "pod" && pod.spec.hostNetwork !== true
+        const cidr = own ? yield* nodePodCidr : undefined
+        // The pod's DNS is its gateway (the node sends gateway:53 to its DNS server).
+        const gateway = cidr === undefined ? undefined : Either.getOrUndefined(PodCidr.block(cidr))?.gateway
+        const dns = gateway === undefined ? undefined : PodDns.config(pod as unknown as JsonObject, gateway)
         const spec: Runtime.SandboxSpec = {
           podUid: uid,
           name: pod.metadata.name ?? "",
           namespace: pod.metadata.namespace ?? "",
           hostname: pod.spec.hostname ?? pod.metadata.name ?? "",
-          network: network === "pod" && pod.spec.hostNetwork !== true ? "pod" : "host",
+          network: own ? "pod" : "host",
+          ...(cidr === undefined ? {} : { podCidr: cidr }),
+          ...(dns === undefined ? {} : { dns }),
           ports: hostPorts.map((a) => ({ ...(a.name === undefined ? {} : { name: a.name }), containerPort: a.containerPort, hostPort: a.hostPort, protocol: a.protocol })),
           labels: ContainerIdentity.sandboxLabels(pod)
         }

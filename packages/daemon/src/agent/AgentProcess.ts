@@ -19,6 +19,7 @@ import * as FsVolumeWriter from "./FsVolumeWriter.js"
 import * as HostFacts from "./HostFacts.js"
 import * as NetHostPortAllocator from "./NetHostPortAllocator.js"
 import * as NetProber from "./NetProber.js"
+import * as NodeNetwork from "../net/NodeNetwork.js"
 
 /** The agent could not start: no usable credentials, no box, a refused join. */
 export class AgentStartError extends Data.TaggedError("AgentStartError")<{ readonly message: string }> {}
@@ -51,8 +52,12 @@ export interface Options {
   readonly port?: number
   /** Fail pods closed when their NetworkPolicy cannot be enforced (`--network-policy-strict`). */
   readonly networkPolicyStrict?: boolean
-  /** Pod networking (default `host`: host ports). */
+  /** Pod networking (default `host`: host ports); `pod`: isolated mode (root; the box must offer it). */
   readonly network?: "host" | "pod"
+  /** Isolated mode: where the pods' DNS (their gateway's port 53) is sent. */
+  readonly podDns?: { readonly address: string; readonly port: number }
+  /** Isolated mode: the box's bridge (default `fleet0`). */
+  readonly bridge?: string
   /** The cluster DNS (`host:port`) host-mode pods are told of in `FLEET_DNS`. */
   readonly clusterDns?: string
   /** Timings passed to the agent (tests shorten them). */
@@ -67,6 +72,8 @@ export interface Running {
   readonly runtime: Runtime.RuntimeService
   /** The client the agent uses (authenticated as the node). */
   readonly client: Client.Client
+  /** Isolated mode's Service rules and routes. */
+  readonly network: NodeNetwork.Running | undefined
 }
 
 /** The file a joined node keeps its token in. */
@@ -111,6 +118,8 @@ export const run = (options: Options): Effect.Effect<Running, AgentStartError, S
       Effect.retry(Schedule.spaced("100 millis").pipe(Schedule.intersect(Schedule.recurs(50)))),
       Effect.catchAll((e) => fail(`the box at ${options.boxSocket} does not answer: ${e.message}`))
     )
+    if (options.network === "pod" && !info.capabilities.podNetwork)
+      return yield* fail(`isolated network mode: the box at ${options.boxSocket} gives pods no network of their own (capabilities.podNetwork is false: it needs root, namespaces and iproute2)`)
     const facts = HostFacts.detect({
       nodeName,
       dataDir: options.dataDir,
@@ -137,5 +146,15 @@ export const run = (options: Options): Effect.Effect<Running, AgentStartError, S
       Effect.provide(FsVolumeWriter.layer),
       Effect.provide(NetHostPortAllocator.layer)
     )
-    return { agent, nodeName, runtime, client }
+    // Isolated mode: Services as nftables rules and routes to other nodes' pods, kept in sync.
+    const network =
+      options.network === "pod"
+        ? yield* NodeNetwork.run({
+            client,
+            nodeName,
+            ...(options.podDns === undefined ? {} : { dns: options.podDns }),
+            ...(options.bridge === undefined ? {} : { bridge: options.bridge })
+          })
+        : undefined
+    return { agent, nodeName, runtime, client, network }
   })

@@ -19,7 +19,6 @@ import { connect, type PeerCertificate, type DetailedPeerCertificate } from "nod
 import { parseArgs } from "node:util"
 import { Cause, Effect, Either, Exit, Option } from "effect"
 import { readIfExists, writeAtomic } from "../internal/files.js"
-import * as Logging from "../observability/Logging.js"
 import { KboxClient } from "@koder/fleet-kbox-client"
 import * as AgentEndpoint from "./AgentEndpoint.js"
 import * as AgentProcess from "./AgentProcess.js"
@@ -43,12 +42,15 @@ export const usage = `usage: koder-fleet agent --server URL [flags]
   --region NAME         the node's region label (default local)
   --internal-ip IP      the address pods are reached at (default: the first non-loopback IPv4)
   --port N              the HTTPS port the API server reaches the agent on for logs and exec (default 9301; 0 picks one)
+  --network-policy-strict  a pod a NetworkPolicy selects is not started when the box cannot enforce it
+                        (default: it runs, with a Warning Event)
   --nodeport-address A  where NodePort Services listen on this node (default 0.0.0.0; off: nowhere)
   --dns-listen ADDR:PORT  serve cluster DNS for this node's pods (default off)
   --dns-upstream ADDR   where that DNS forwards other names (default: none, they are refused)
   --cluster-dns ADDR:PORT the DNS host-mode pods are told of in FLEET_DNS (default: --dns-listen's address)
-  --network-policy-strict  a pod a NetworkPolicy selects is not started when the box cannot enforce it
-                        (default: it runs, with a Warning Event)`
+  --network MODE        host (default): pods share the host's network and get host ports; isolated: each pod its
+                        own network namespace and IP from the node's pod CIDR, Services as nftables rules (root)
+  --pod-dns ADDR:PORT   isolated: where pods' DNS queries (to their gateway, port 53) are sent (default: none)`
 
 /** What the agent role is configured with. */
 export interface Config {
@@ -64,12 +66,14 @@ export interface Config {
   readonly region: string | undefined
   readonly internalIP: string | undefined
   readonly port: number
+  /** `--network-policy-strict`: fail pods closed when their NetworkPolicy cannot be enforced. */
+  readonly networkPolicyStrict: boolean
   readonly nodePortAddress: string | undefined
   readonly dnsListen: DnsService.Listen | undefined
   readonly dnsUpstream: { readonly host: string; readonly port: number } | undefined
   readonly clusterDns: string | undefined
-  /** `--network-policy-strict`: fail pods closed when their NetworkPolicy cannot be enforced. */
-  readonly networkPolicyStrict: boolean
+  readonly network: "host" | "isolated"
+  readonly podDns: { readonly address: string; readonly port: number } | undefined
 }
 
 /** Parse flags; Left is the message to print. */
@@ -81,7 +85,7 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
       options: {
         "network-policy-strict": { type: "boolean" as const },
         ...Object.fromEntries(
-        ["server", "join-token", "ca-hash", "ca-file", "token", "box-socket", "data-dir", "node-name", "reserved", "region", "internal-ip", "port", "nodeport-address", "dns-listen", "dns-upstream", "cluster-dns"].map((k) => [k, { type: "string" as const }])
+        ["server", "join-token", "ca-hash", "ca-file", "token", "box-socket", "data-dir", "node-name", "reserved", "region", "internal-ip", "port", "nodeport-address", "dns-listen", "dns-upstream", "cluster-dns", "network", "pod-dns"].map((k) => [k, { type: "string" as const }])
       )
       },
       strict: true,
@@ -101,6 +105,12 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
   if (Either.isLeft(reserved)) return Either.left(`--reserved: ${reserved.left}`)
   const port = Number(str("port") ?? 9301)
   if (!Number.isInteger(port) || port < 0 || port > 65535) return Either.left(`--port ${JSON.stringify(str("port"))}: expected a port number`)
+  const network = str("network") ?? "host"
+  if (network !== "host" && network !== "isolated") return Either.left(`--network ${JSON.stringify(network)}: expected host or isolated`)
+  const dnsText = str("pod-dns")
+  const dnsMatch = dnsText === undefined ? undefined : /^(\d{1,3}(?:\.\d{1,3}){3}):(\d{1,5})$/.exec(dnsText)
+  if (dnsText !== undefined && (dnsMatch == null || Number(dnsMatch[2]) < 1 || Number(dnsMatch[2]) > 65535))
+    return Either.left(`--pod-dns ${JSON.stringify(dnsText)}: expected IPv4:PORT`)
   const dnsListen = DnsService.parseListen(str("dns-listen"), undefined)
   if (Either.isLeft(dnsListen)) return Either.left(dnsListen.left)
   const dnsUpstream = DnsService.parseUpstream(str("dns-upstream"))
@@ -111,6 +121,8 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
     dnsListen: dnsListen.right,
     dnsUpstream: dnsUpstream.right,
     clusterDns: str("cluster-dns"),
+    network,
+    podDns: dnsMatch == null ? undefined : { address: dnsMatch[1]!, port: Number(dnsMatch[2]) },
     server: server.replace(/\/+$/, ""),
     joinToken: str("join-token"),
     caHash,
@@ -234,19 +246,21 @@ export const main = async (args: ReadonlyArray<string>): Promise<number> => {
         internalIP,
         port: endpoint.port,
         ...(config.region === undefined ? {} : { region: config.region }),
-        ...(config.networkPolicyStrict ? { networkPolicyStrict: true } : {})
+        ...(config.networkPolicyStrict ? { networkPolicyStrict: true } : {}),
+        ...(config.network === "isolated" ? { network: "pod" as const } : {}),
+        ...(config.podDns === undefined ? {} : { podDns: config.podDns })
       })
       const catalog = yield* ServiceCatalog.make(running.client)
       dns.set(catalog)
       yield* ServiceProxy.make({ catalog, nodeAddress: config.nodePortAddress })
       if (dnsAddress !== undefined) console.log(`koder-fleet agent: DNS on ${dnsAddress.host}:${dnsAddress.port} (udp, tcp)`)
-      console.log(`koder-fleet agent: node ${running.nodeName} registered with ${config.server}; running pods through ${config.boxSocket}`)
+      console.log(`koder-fleet agent: node ${running.nodeName} registered with ${config.server}; running pods through ${config.boxSocket} (network ${config.network})`)
       const why = yield* stop
       // Containers keep running: the next agent adopts them.
       console.error(`koder-fleet agent: ${why}, stopping (containers keep running)`)
     })
   )
-  const exit = await Effect.runPromiseExit(Logging.provide(program))
+  const exit = await Effect.runPromiseExit(program)
   if (Exit.isSuccess(exit)) return 0
   const failure = Cause.failureOption(exit.cause).pipe(Option.match({ onNone: () => Cause.pretty(exit.cause), onSome: (e) => e.message }))
   console.error(`koder-fleet agent: ${failure}`)

@@ -73,9 +73,14 @@ export const hasTable = async (family: string, name: string, where: Where = {}):
     () => false
   )
 
-/** Run `ip -batch -` with `lines`, one command each (`link set lo up`, …). */
-export const ipBatch = (lines: ReadonlyArray<string>, where: Where = {}): Promise<void> =>
-  lines.length === 0 ? Promise.resolve() : run([which("ip") ?? "ip", "-batch", "-"], `${lines.join("\n")}\n`, where).then(() => undefined)
+/**
+ * Run `ip -batch -` with `lines`, one command each (`link set lo up`, …). `force`: go on past a
+ * failing line (the batch still fails, naming it, after the others ran).
+ */
+export const ipBatch = (lines: ReadonlyArray<string>, where: Where = {}, force = false): Promise<void> =>
+  lines.length === 0
+    ? Promise.resolve()
+    : run([which("ip") ?? "ip", ...(force ? ["-force"] : []), "-batch", "-"], `${lines.join("\n")}\n`, where).then(() => undefined)
 
 /** Run one `ip` command; resolves with its output. */
 export const ip = (args: ReadonlyArray<string>, where: Where = {}): Promise<string> => run([which("ip") ?? "ip", ...args], undefined, where)
