@@ -23,7 +23,7 @@ export const register = (program: Command, env: Env): void => {
   kfleet config set-context --current --namespace=shop`
   )
 
-  config
+  const getContexts = config
     .command("get-contexts")
     .description("List the contexts of the kubeconfig")
     .option("-o, --output <format>", "name: print only context names")
@@ -36,8 +36,9 @@ export const register = (program: Command, env: Env): void => {
         })
       )
     )
+  examples(getContexts, "  kfleet config get-contexts\n  kfleet config get-contexts -o name")
 
-  config
+  const current = config
     .command("current-context")
     .description("Print the current context")
     .action((_: unknown, command: Command) =>
@@ -50,6 +51,7 @@ export const register = (program: Command, env: Env): void => {
         })
       )
     )
+  examples(current, "  kfleet config current-context")
 
   examples(
     config
@@ -104,7 +106,7 @@ export const register = (program: Command, env: Env): void => {
   kfleet config set-context staging --cluster=fleet --user=fleet-admin --namespace=staging`
   )
 
-  config
+  const view = config
     .command("view")
     .description("Print the merged kubeconfig (secrets redacted unless --raw)")
     .option("--raw", "show tokens and keys")
@@ -127,4 +129,5 @@ export const register = (program: Command, env: Env): void => {
         })
       )
     )
+  examples(view, "  kfleet config view\n  kfleet config view --raw")
 }
