@@ -11,9 +11,16 @@
  *   POST /v1/pods/{namespace}/{name}/{uid}/{container}/exec     {"command": [...], "stdin": "...", "timeoutSeconds": n}
  *   POST /v1/pods/{namespace}/{name}/{uid}/{container}/signal   {"signal": "SIGHUP"}
  *
+ *   GET  /metrics   Prometheus text (the agent's series: pod start latency, process)
+ *
+ * `/metrics` also takes a bearer token instead of the server's certificate (a Prometheus has no
+ * client certificate of the cluster CA): the agent asks the API server whether the token's user
+ * may `get /metrics` (observability/MetricsServer.ts `remoteGate`), as the kubelet delegates to
+ * TokenReview and SubjectAccessReview. Every other path still requires the server's certificate.
+ *
  * Errors are Kubernetes `Status` objects, passed through by the server as they are.
  */
-import { NodeAccess, PodLog, type Runtime, Status } from "@koder/fleet-core"
+import { Exposition, NodeAccess, PodLog, type Runtime, Status } from "@koder/fleet-core"
 import { Effect, Either, Exit, Stream } from "effect"
 import { createServer, type Server } from "node:https"
 import type { IncomingMessage, ServerResponse } from "node:http"
@@ -56,12 +63,40 @@ const readJson = (req: IncomingMessage, limit = 1 << 20): Promise<Record<string,
 const route = /^\/v1\/pods\/([^/]+)\/([^/]+)\/([^/]+)\/([^/]+)\/(log|exec|signal)$/
 
 /** Serve `runtime` for node `node` on `host:port` (port 0: any), trusting clients signed by `caPem`. */
-export const start = async (options: { readonly runtime: Runtime.RuntimeService; readonly node: string; readonly caPem: string; readonly host?: string; readonly port: number; readonly sans: ReadonlyArray<string> }): Promise<Endpoint> => {
+export const start = async (options: {
+  readonly runtime: Runtime.RuntimeService
+  readonly node: string
+  readonly caPem: string
+  readonly host?: string
+  readonly port: number
+  readonly sans: ReadonlyArray<string>
+  /** Serve `/metrics`: what to render, and who besides the server may read it (a bearer token's check). */
+  readonly metrics?: { readonly render: () => string; readonly authorize: (authorization: string | undefined) => Promise<Status.Status | undefined> }
+}): Promise<Endpoint> => {
   const access = NodeAccess.fromRuntime(options.runtime, options.node)
   const serving = await Tls.selfSigned(`${options.node}@fleet-agent`, options.sans)
-  const server: Server = createServer({ cert: serving.cert, key: serving.key, ca: options.caPem, requestCert: true, rejectUnauthorized: true }, (req, res) => {
-    const peer = (req.socket as TLSSocket).getPeerCertificate()
-    if (peer?.subject?.CN !== Tls.nodeClientName) return sendStatus(res, Status.forbidden({ group: "", resource: "nodes/proxy" }, options.node, "only the API server may call a node's endpoint"))
+  const metrics = options.metrics
+  // Without /metrics every client must present the server's certificate at the handshake; with
+  // it, certificate-less clients get in and only /metrics answers them (checked per request).
+  const server: Server = createServer({ cert: serving.cert, key: serving.key, ca: options.caPem, requestCert: true, rejectUnauthorized: metrics === undefined }, (req, res) => {
+    const socket = req.socket as TLSSocket
+    const peer = socket.getPeerCertificate()
+    const fromServer = socket.authorized && peer?.subject?.CN === Tls.nodeClientName
+    if (metrics !== undefined && (req.url ?? "").split("?")[0] === "/metrics") {
+      if (req.method !== "GET") return sendStatus(res, Status.methodNotSupported({ group: "", resource: "nodes/metrics" }, String(req.method).toLowerCase()))
+      const allowed = fromServer ? Promise.resolve(undefined) : metrics.authorize(req.headers.authorization)
+      void allowed.then(
+        (refused) => {
+          if (refused !== undefined) return sendStatus(res, refused)
+          const body = metrics.render()
+          res.writeHead(200, { "content-type": Exposition.contentType, "content-length": Buffer.byteLength(body) })
+          res.end(body)
+        },
+        (e: unknown) => sendStatus(res, Status.internalError(`checking the scraper's token: ${e instanceof Error ? e.message : String(e)}`))
+      )
+      return
+    }
+    if (!fromServer) return sendStatus(res, Status.forbidden({ group: "", resource: "nodes/proxy" }, options.node, "only the API server may call a node's endpoint"))
     const url = new URL(req.url ?? "/", "https://agent")
     const m = route.exec(url.pathname)
     if (m === null) return sendStatus(res, Status.notFound({ group: "", resource: "paths" }, url.pathname))

@@ -19,6 +19,8 @@ import { connect, type PeerCertificate, type DetailedPeerCertificate } from "nod
 import { parseArgs } from "node:util"
 import { Cause, Effect, Either, Exit, Option } from "effect"
 import { readIfExists, writeAtomic } from "../internal/files.js"
+import * as Logging from "../observability/Logging.js"
+import * as MetricsServer from "../observability/MetricsServer.js"
 import { KboxClient } from "@koder/fleet-kbox-client"
 import * as AgentEndpoint from "./AgentEndpoint.js"
 import * as AgentProcess from "./AgentProcess.js"
@@ -219,7 +221,15 @@ export const main = async (args: ReadonlyArray<string>): Promise<number> => {
       const box = yield* KboxClient.make({ socketPath: config.boxSocket })
       const endpoint = yield* Effect.acquireRelease(
         Effect.tryPromise({
-          try: () => AgentEndpoint.start({ runtime: box, node: nodeName, caPem: ca, port: config.port, sans: [internalIP, nodeName, "localhost", "127.0.0.1"] }),
+          try: () =>
+            AgentEndpoint.start({
+              runtime: box,
+              node: nodeName,
+              caPem: ca,
+              port: config.port,
+              sans: [internalIP, nodeName, "localhost", "127.0.0.1"],
+              metrics: MetricsServer.forAgent(config.server, AgentProcess.fetchTrusting(ca))
+            }),
           catch: (e) => new AgentProcess.AgentStartError({ message: `cannot listen on port ${config.port}: ${e instanceof Error ? e.message : String(e)}` })
         }),
         (e) => Effect.promise(() => e.close())
@@ -260,7 +270,7 @@ export const main = async (args: ReadonlyArray<string>): Promise<number> => {
       console.error(`koder-fleet agent: ${why}, stopping (containers keep running)`)
     })
   )
-  const exit = await Effect.runPromiseExit(program)
+  const exit = await Effect.runPromiseExit(Logging.provide(program))
   if (Exit.isSuccess(exit)) return 0
   const failure = Cause.failureOption(exit.cause).pipe(Option.match({ onNone: () => Cause.pretty(exit.cause), onSome: (e) => e.message }))
   console.error(`koder-fleet agent: ${failure}`)

@@ -13,8 +13,9 @@
  * address is taken (several servers on one host, as in tests), the server warns and runs without
  * it; an address given explicitly must be free.
  */
-import { type ApiError, Authz, Exposition, type Http, InstrumentedStore, MetricRegistry, type Store } from "@koder/fleet-core"
+import { type ApiError, Authz, Exposition, type Http, InstrumentedStore, MetricRegistry, Status, type Store } from "@koder/fleet-core"
 import { Effect, Either, Exit, type Scope } from "effect"
+import { createHash } from "node:crypto"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import { ConfigError, ListenError } from "../DaemonError.js"
@@ -129,3 +130,44 @@ export const start = (options: {
 /** `store`, with its operations timed into the process's registry (what `/metrics` serves). */
 export const instrument = (store: Store.StoreService): Effect.Effect<Store.StoreService> =>
   Effect.map(MetricRegistry.MetricRegistry, (registry) => InstrumentedStore.make(store, registry))
+
+/**
+ * A gate for scrapes of an agent's `/metrics`, delegated to the API server: it asks, with the
+ * scraper's own token, a SelfSubjectAccessReview of `get /metrics` (401 from the server: a bad
+ * token; allowed false: 403). Answers are cached for a minute per token (never the token itself:
+ * its hash), as the kubelet caches its webhook authorizer's answers.
+ */
+export const remoteGate = (server: string, fetch: typeof globalThis.fetch): ((authorization: string | undefined) => Promise<Status.Status | undefined>) => {
+  const cache = new Map<string, { readonly at: number; readonly answer: Status.Status | undefined }>()
+  const unauthorized = Status.unauthorized("a bearer token the API server accepts is required for /metrics")
+  return async (authorization) => {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "")
+    if (m === null) return unauthorized
+    const key = createHash("sha256").update(m[1]!).digest("hex")
+    const hit = cache.get(key)
+    if (hit !== undefined && Date.now() - hit.at < 60_000) return hit.answer
+    const r = await fetch(`${server}/apis/authorization.k8s.io/v1/selfsubjectaccessreviews`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${m[1]}`, "content-type": "application/json" },
+      body: JSON.stringify({ apiVersion: "authorization.k8s.io/v1", kind: "SelfSubjectAccessReview", spec: { nonResourceAttributes: { path: "/metrics", verb: "get" } } })
+    })
+    const body = (await r.json().catch(() => ({}))) as { status?: { allowed?: boolean; reason?: string } }
+    const answer =
+      r.status === 401
+        ? unauthorized
+        : r.ok && body.status?.allowed === true
+          ? undefined
+          : Status.forbidden({ group: "", resource: "nodes/metrics" }, "", `access to /metrics denied${body.status?.reason ? `: ${body.status.reason}` : ""}`)
+    if (r.status < 500) {
+      if (cache.size > 1000) cache.clear()
+      cache.set(key, { at: Date.now(), answer })
+    }
+    return answer
+  }
+}
+
+/** What an agent's endpoint serves as `/metrics`: the process registry, scrapes checked by `server`. */
+export const forAgent = (server: string, fetch: typeof globalThis.fetch) => {
+  ProcessMetrics.register(MetricRegistry.global)
+  return { render: () => render(MetricRegistry.global), authorize: remoteGate(server, fetch) }
+}
