@@ -21,6 +21,7 @@ import * as DnsService from "./net/DnsService.js"
 import * as IngressProxy from "./net/IngressProxy.js"
 import * as RemoteNodeAccess from "./RemoteNodeAccess.js"
 import { ensureDir } from "./internal/files.js"
+import * as Logging from "./observability/Logging.js"
 import * as MetricsServer from "./observability/MetricsServer.js"
 import * as SecurityFlags from "./security/Flags.js"
 import * as Security from "./security/Security.js"
@@ -459,7 +460,7 @@ export const mainWith = async (
   alongside?: (context: Alongside) => Effect.Effect<void, DaemonError | { readonly message: string }, Scope.Scope>,
   ready?: Effect.Effect<void>
 ): Promise<number> => {
-  const exit = await Effect.runPromiseExit(run(config, signal, alongside, role, ready))
+  const exit = await Effect.runPromiseExit(Logging.provide(run(config, signal, alongside, role, ready)))
   if (Exit.isSuccess(exit)) return 0
   const failure = Cause.failureOption(exit.cause).pipe(
     Option.match({ onNone: () => Cause.pretty(exit.cause), onSome: (e) => e.message })
