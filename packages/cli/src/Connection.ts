@@ -75,7 +75,7 @@ export const make = (target: Target, options: { readonly connectTimeoutMs?: numb
       ...(target.keyPem === undefined ? {} : { key: target.keyPem }),
       rejectUnauthorized: !target.insecure
     },
-    connectTimeout: options.connectTimeoutMs ?? 4_000,
+    connectTimeout: options.connectTimeoutMs ?? 3_000,
     // Watches and `logs -f` stay open: only the headers have a deadline.
     bodyTimeout: 0,
     headersTimeout: 60_000
