@@ -20,7 +20,7 @@ const cidr = "10.199.7.0/24"
 const serve = `
 const os = require("node:os")
 const addrs = Object.values(os.networkInterfaces()).flat().filter((a) => a.family === "IPv4" && !a.internal).map((a) => a.address)
-require("node:net").createServer((s) => s.end(os.hostname() + " " + addrs.join(","))).listen(8080, () => console.log("listening"))
+require("node:net").createServer((s) => s.on("error", () => {}).end(os.hostname() + " " + addrs.join(","))).listen(8080, () => console.log("listening"))
 `
 /** A client: connects to argv[1]:argv[2] and prints what it got (exit 3 on error). */
 const dial = `
