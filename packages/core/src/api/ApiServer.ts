@@ -9,7 +9,7 @@
  * returned as `X-Request-Id` and attached to every log line written while it is handled, and is
  * counted in `FleetMetrics.api` by verb, group, resource, subresource and code.
  */
-import { Duration, Effect, Either, ExecutionStrategy, Exit, Scope } from "effect"
+import { Duration, Effect, Either, ExecutionStrategy, Exit, FiberRef, LogLevel, Scope } from "effect"
 import * as Status from "../model/Status.js"
 import * as FleetMetrics from "../observability/FleetMetrics.js"
 import { MetricRegistry } from "../observability/MetricRegistry.js"
@@ -316,7 +316,7 @@ export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Sc
         Effect.catchAllDefect((defect) =>
           Effect.succeed(json(500, Status.internalError(defect instanceof Error ? defect.message : String(defect))))
         ),
-        Effect.map((response) => {
+        Effect.flatMap((response) => {
           kind.dec()
           const seconds = (performance.now() - t0) / 1000
           const a = attributes ?? Authz.attributes(route, { ...raw, user: nobody })
@@ -328,15 +328,18 @@ export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Sc
           const verb = metricVerb(a.verb)
           metrics.requests.labels(verb, group, resource, subresource, String(response.status)).inc()
           metrics.duration.labels(verb, group, resource, subresource).observe(seconds)
-          return { ...response, headers: { ...response.headers, "x-request-id": requestId } }
+          const answered: ApiResponse = { ...response, headers: { ...response.headers, "x-request-id": requestId } }
+          const user = attributes?.user.name ?? ""
+          if (response.status >= 500) {
+            return Effect.as(Effect.logWarning(`${raw.method} ${raw.path} answered ${response.status}`).pipe(Effect.annotateLogs({ code: response.status, user })), answered)
+          }
+          // A line per request at debug only, and built only then: the common path stays cheap.
+          return Effect.flatMap(FiberRef.get(FiberRef.currentMinimumLogLevel), (level) =>
+            LogLevel.greaterThan(level, LogLevel.Debug)
+              ? Effect.succeed(answered)
+              : Effect.as(Effect.logDebug(`${raw.method} ${raw.path}`).pipe(Effect.annotateLogs({ code: response.status, user, latencyMs: Date.now() - started })), answered)
+          )
         }),
-        Effect.tap((response) =>
-          response.status >= 500
-            ? Effect.logWarning(`${raw.method} ${raw.path} answered ${response.status}`).pipe(Effect.annotateLogs({ code: response.status, user: attributes?.user.name ?? "" }))
-            : Effect.logDebug(`${raw.method} ${raw.path}`).pipe(
-                Effect.annotateLogs({ code: response.status, user: attributes?.user.name ?? "", latencyMs: Date.now() - started })
-              )
-        ),
         Effect.tap((response) =>
           Effect.sync(() => {
             const a = attributes
