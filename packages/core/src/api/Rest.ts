@@ -308,12 +308,18 @@ export const watch = (q: Req, options: Query.ListOptions) =>
     const timeout = Duration.seconds(options.timeoutSeconds ?? 1800)
     const encoder = new TextEncoder()
     // One wake-up per batch of events, each serialised once for every watcher (WatchCache.encodeLine).
-    const encode = (batch: ReadonlyArray<WatchCache.WatchCacheEvent>) =>
-      encoder.encode(
-        sse
-          ? batch.map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`).join("")
-          : batch.map(WatchCache.encodeLine).join("")
-      )
+    const encode = (batch: ReadonlyArray<WatchCache.WatchCacheEvent>): Uint8Array => {
+      if (sse) return encoder.encode(batch.map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`).join(""))
+      if (batch.length === 1) return WatchCache.encodeLine(batch[0]!)
+      const lines = batch.map(WatchCache.encodeLine)
+      const out = new Uint8Array(lines.reduce((n, l) => n + l.length, 0))
+      let at = 0
+      for (const l of lines) {
+        out.set(l, at)
+        at += l.length
+      }
+      return out
+    }
     // One fiber per watch pulls batches and pushes their bytes; the timeout races the whole watch
     // once (per-event stream combinators would fork a fiber per event and per watcher).
     const body = Stream.asyncScoped<Uint8Array>((emit) =>

@@ -471,7 +471,9 @@ describe("WatchCache.subscribe", () => {
         // Watchers share each change's event object, so it is serialised once for all of them.
         const other = yield* b.take
         expect(other?.[0]).toBe(batch?.[0])
-        expect(WatchCache.encodeLine(batch![0]!)).toBe(`${JSON.stringify(batch![0])}\n`)
+        expect(new TextDecoder().decode(WatchCache.encodeLine(batch![0]!))).toBe(`${JSON.stringify(batch![0])}\n`)
+        // ...and encoded once: every watcher writes the same bytes.
+        expect(WatchCache.encodeLine(batch![0]!)).toBe(WatchCache.encodeLine(batch![0]!))
 
         const waiting = yield* Effect.fork(a.take)
         const r3 = yield* create("a", "p3")
