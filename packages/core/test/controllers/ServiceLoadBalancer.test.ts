@@ -64,7 +64,7 @@ describe("the ServiceLoadBalancer controller", () => {
           expect([...ips].sort()).toEqual(["127.0.0.2", "127.0.0.3", "127.0.0.4"])
           yield* cluster.client.create(svc("d"))
           yield* TestCluster.eventually(
-            Effect.flatMap(cluster.client.list({ apiVersion: "v1", kind: "Event" }, "default"), (list) =>
+            Effect.flatMap(cluster.client.list({ apiVersion: "v1", kind: "Event" }, { namespace: "default" }), (list) =>
               (list["items"] as ReadonlyArray<Json>).some((e) => e["reason"] === "AllocationFailed") ? Effect.void : Effect.fail(new Error("no AllocationFailed event"))
             )
           )
