@@ -129,6 +129,16 @@ describe("koder-fleet dev", () => {
     expect(dev.stdout()).toContain(`export KUBECONFIG=${join(dir, "kubeconfig")}`)
   })
 
+  it("keeps its node alive with a heartbeat Lease in kube-node-lease", async () => {
+    // Without the Lease the node lifecycle controller takes the node for lost 40 s after each
+    // status report, and every pod on it flaps to not Ready.
+    const lease = await eventually(async () => {
+      const r = await api("GET", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/devnode")
+      return r.status === 200 ? r.json() : undefined
+    }, 30_000, "the node's Lease")
+    expect(lease["spec"]["holderIdentity"]).toBe("devnode")
+  })
+
   it("runs a 3-replica Deployment whose pods answer HTTP on their ports and sit behind the Service", async () => {
     const probe = (path: string, period = 1) => ({ httpGet: { path, port: "http" }, periodSeconds: period, failureThreshold: 2 })
     expect((await api("POST", "/apis/apps/v1/namespaces/default/deployments", deployment("web", 3, { command: ["node", "-e", app], ports: [{ name: "http", containerPort: 8080 }], readinessProbe: probe("/ready"), livenessProbe: probe("/live") }))).status).toBe(201)

@@ -1,8 +1,9 @@
 /**
  * Every namespace has a `default` ServiceAccount, as in Kubernetes. An admission plugin adds the
  * account to the namespace's own create transaction (so it exists the moment the namespace
- * does), and `ensure` runs at server start: it creates the `default` and `kube-system`
- * namespaces when missing and backfills the account of any namespace created before this plugin.
+ * does), and `ensure` runs at server start: it creates the system namespaces (`default`,
+ * `kube-system`, `kube-public`, and `kube-node-lease`, where agents renew their heartbeat Leases —
+ * without it no Lease can be written and every node looks lost 40 s after its last status) when missing and backfills the account of any namespace created before this plugin.
  * Both build the stored JSON with the API's own create path, so it is what a POST would store.
  */
 import { Clock, Effect, Either, Option } from "effect"
@@ -20,7 +21,7 @@ import * as Registry from "../Registry.js"
 export const defaultName = "default"
 
 /** The namespaces a cluster always has. */
-export const systemNamespaces: ReadonlyArray<string> = ["default", "kube-system"]
+export const systemNamespaces: ReadonlyArray<string> = ["default", "kube-system", "kube-public", "kube-node-lease"]
 
 const resourceOf = (kind: string): Registry.Resource => Registry.builtIn(Option.getOrThrow(Kinds.kindFor("v1", kind)))
 const serviceAccounts = resourceOf("ServiceAccount")
