@@ -142,7 +142,7 @@ export const main = async (args: ReadonlyArray<string>): Promise<number> => {
       [
         `koder-fleet dev: ready in ${Date.now() - started} ms`,
         `  export KUBECONFIG=${kubeconfig}`,
-        "  then use any Kubernetes client with that kubeconfig (docs/nodes.md); kfleet arrives with a later issue",
+        "  then: npx kfleet apply -f examples/hello && curl http://hello.localhost:8080/ (docs/cli.md), or any Kubernetes client",
         "  Ctrl-C stops the cluster and every workload it started"
       ].join("\n")
     )
