@@ -131,6 +131,18 @@ describe("NodePort and LoadBalancer Services in koder-fleet dev", () => {
     const pid = hostPidOf(port)
     expect(pid, "the victim's process").toBeDefined()
     process.kill(pid!, "SIGKILL")
+    // A connection accepted in the instant before the kernel closes the dead process's socket is
+    // reset after it was established, which no layer-4 proxy can hide: the claim is about after
+    // the process is dead (a zombie or reaped: its sockets are closed either way).
+    const dead = () => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+        return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) === "Z" ? true : undefined
+      } catch {
+        return true
+      }
+    }
+    await eventually(dead, 10_000, "the killed replica's process to die")
     const answers: Array<string> = []
     for (let i = 0; i < 100; i++) {
       const r = await get("127.0.0.1", nodePort)
