@@ -9,6 +9,7 @@
 //                                 latency, not throughput)
 // with p50, max, the create rate and the dev process's CPU in `params`. Knobs:
 //   FLEET_BENCH_PODS (100)  FLEET_BENCH_CONCURRENCY (10)  FLEET_BENCH_RATE (5)
+//   FLEET_BENCH_DEV_FLAGS (extra `koder-fleet dev` flags, space-separated)
 import { performance } from "node:perf_hooks"
 import * as BenchServer from "./BenchServer.js"
 
@@ -110,14 +111,26 @@ const measure = async (server: BenchServer.BenchServer, phase: string, load: Loa
   }
 }
 
-const server = await BenchServer.start([], "dev")
+/** Delete a phase's pods and wait until they are gone (the node holds 110 pods: phases must not add up). */
+const clear = async (server: BenchServer.BenchServer, phase: string, names: ReadonlyArray<string>) => {
+  await Promise.all(names.map((name) => server.send("DELETE", `/api/v1/namespaces/default/pods/${name}`)))
+  const deadline = Date.now() + 120_000
+  for (;;) {
+    const r = await server.send("GET", `/api/v1/namespaces/default/pods?labelSelector=phase%3D${phase}`)
+    if ((JSON.parse(r.body.toString()) as { items: Array<unknown> }).items.length === 0) return
+    if (Date.now() > deadline) throw new Error(`${phase}: pods still there 120 s after their deletion`)
+    await new Promise((resolve) => setTimeout(resolve, 200))
+  }
+}
+
+const server = await BenchServer.start((process.env["FLEET_BENCH_DEV_FLAGS"] ?? "").split(" ").filter((f) => f !== ""), "dev")
 try {
   const burst = await measure(server, "burst", { concurrency })
   console.log(JSON.stringify({ bench: "agent.pod_startup.p99", unit: "ms", value: burst.value, params: burst.params }))
+  await clear(server, "burst", burst.names)
   const paced = await measure(server, "paced", { rate })
   console.log(JSON.stringify({ bench: "agent.pod_startup_paced.p99", unit: "ms", value: paced.value, params: paced.params }))
-  // Delete them all; the dev process's stop ends any that remain.
-  await Promise.all([...burst.names, ...paced.names].map((name) => server.send("DELETE", `/api/v1/namespaces/default/pods/${name}`)))
+  await clear(server, "paced", paced.names)
 } finally {
   await server.stop()
 }
