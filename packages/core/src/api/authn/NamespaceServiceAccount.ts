@@ -1,9 +1,10 @@
 /**
  * Every namespace has a `default` ServiceAccount, as in Kubernetes. An admission plugin adds the
  * account to the namespace's own create transaction (so it exists the moment the namespace
- * does), and `ensure` runs at server start: it creates the system namespaces (`default`,
- * `kube-system`, `kube-public`, and `kube-node-lease`, where agents renew their heartbeat Leases —
- * without it no Lease can be written and every node looks lost 40 s after its last status) when missing and backfills the account of any namespace created before this plugin.
+ * does), and `ensure` runs at server start: it creates the system namespaces when missing and
+ * backfills the account of any namespace created before this plugin. Among them is
+ * `kube-node-lease`, where agents renew their heartbeat Leases: without it no Lease can be
+ * written and every node looks lost 40 s after its last status report.
  * Both build the stored JSON with the API's own create path, so it is what a POST would store.
  */
 import { Clock, Effect, Either, Option } from "effect"
