@@ -181,9 +181,10 @@ const restart = async (server: BenchServer, dataDir: string) => {
   const t0 = performance.now()
   const again = await start(flags, "server", dataDir)
   const listening = performance.now()
-  for (;;) {
+  for (const deadline = Date.now() + 120_000; ; ) {
     const r = await again.send("GET", "/readyz")
     if (r.status === 200) break
+    if (Date.now() > deadline) throw new Error(`restart: /readyz still answers ${r.status} after 120 s`)
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
   const ready = performance.now()
