@@ -54,6 +54,8 @@ export const make = (options: Options): Effect.Effect<ServiceProxy, never, Scope
     const connectTimeoutMs = options.connectTimeoutMs ?? 2000
     const open = new Map<string, Open>()
     const failing = new Map<string, string>()
+    // Conflicts already logged, so each is reported once while it lasts.
+    const reportedConflicts = new Set<string>()
     const penalized = new Map<string, number>()
     const connections = new Set<Socket>()
     let closed = false
@@ -164,9 +166,11 @@ export const make = (options: Options): Effect.Effect<ServiceProxy, never, Scope
         }
       }
       for (const key of failing.keys()) if (!wanted.has(key)) failing.delete(key)
+      const conflicting = new Set(conflicts.map((c) => c.key))
+      for (const key of reportedConflicts) if (!conflicting.has(key)) reportedConflicts.delete(key)
       for (const c of conflicts) {
-        if (failing.get(`conflict ${c.key}`) === undefined) log(`service proxy: ${c.key} is already taken by an older Service; ${c.namespace}/${c.service} is not proxied there`)
-        failing.set(`conflict ${c.key}`, "conflict")
+        if (!reportedConflicts.has(c.key)) log(`service proxy: ${c.key} is already taken by an older Service; ${c.namespace}/${c.service} is not proxied there`)
+        reportedConflicts.add(c.key)
       }
     }
     // One reconcile at a time; changes during one make one more.
