@@ -397,6 +397,7 @@ const runCase = (c: Case) =>
           unschedulable: metrics.unschedulable,
           errors: metrics.errors,
           preemptions: metrics.preemptions,
+          batched: metrics.batched,
           storeCommits: stats.commits,
           storeMutations: stats.committed,
           ...(c.name === "preemption" ? { lowPriorityPodsLeft: pods.list("bench-low").length } : {})

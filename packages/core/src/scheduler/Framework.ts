@@ -70,6 +70,14 @@ export const MaxScore = 100
 /** A named plugin; it implements one or more extension points. */
 export interface Plugin {
   readonly name: string
+  /**
+   * Present on plugins whose Filter and Score read only the pod, the cycle state and the one node
+   * they are given, never other nodes: what of the pod they read, as a string (upstream's
+   * Signature extension point). Consecutive pods whose signatures are equal may reuse a cycle's
+   * verdicts and scores on the nodes that have not changed since (opportunistic batching, see
+   * `Batch.ts`); a plugin without it stops that unless its PreFilter and PreScore skip the pod.
+   */
+  readonly sign?: (pod: PodInfo) => string
 }
 
 /** Orders the active queue (PrioritySort: higher priority first, then earlier). */

@@ -42,6 +42,12 @@ export interface Scores {
   readonly values: Float64Array
   /** Σ weight × score per node. */
   readonly totals: Float64Array
+  /**
+   * Per plugin that normalises: the raw score (before NormalizeScore) every node had, or NaN when
+   * they differed; NaN for plugins that do not normalise. Batching rescoring one node can only
+   * tell what normalisation would make of its score when the set it was normalised in was uniform.
+   */
+  readonly uniformRaw: Float64Array
 }
 
 /** Where the pod goes, or why it goes nowhere. */
@@ -58,6 +64,12 @@ export type Decision =
       readonly statuses: ReadonlyMap<string, Status>
       /** Where the next cycle starts filtering. */
       readonly nextStartIndex: number
+      /**
+       * Set when the decision reused an earlier cycle's scores (opportunistic batching): that
+       * cycle's pod, as `namespace/name`. `scores` is then undefined and `evaluated` counts the
+       * nodes filtered again because they changed since.
+       */
+      readonly reusedFrom?: string
     }
   | {
       readonly _tag: "Unschedulable"
@@ -285,6 +297,7 @@ const run = (framework: Framework, state: CycleState, pod: PodInfo, snapshot: Sn
   const count = feasible.length
   const values = new Float64Array(count * width)
   const totals = new Float64Array(count)
+  const uniformRaw = new Float64Array(width).fill(NaN)
   let holders: Array<NodeScore> | undefined
   for (let p = 0; p < width; p++) {
     const { plugin, weight } = active[p]!
@@ -294,6 +307,10 @@ const run = (framework: Framework, state: CycleState, pod: PodInfo, snapshot: Sn
       // One array of holders per cycle, reused by every normalising plugin.
       const h = (holders ??= feasible.map((node) => ({ node: node.name, score: 0 })))
       for (let n = 0; n < count; n++) h[n]!.score = plugin.score(state, pod, feasible[n]!)
+      const raw = h[0]!.score
+      let uniform = true
+      for (let n = 1; n < count && uniform; n++) uniform = h[n]!.score === raw
+      if (uniform) uniformRaw[p] = raw
       plugin.normalize(state, pod, h.slice())
       for (let n = 0; n < count; n++) values[n * width + p] = h[n]!.score
     }
@@ -320,7 +337,7 @@ const run = (framework: Framework, state: CycleState, pod: PodInfo, snapshot: Sn
       if (options.random !== undefined && Math.floor(options.random() * ties) === 0) best = n
     }
   }
-  const scores: Scores = { nodes: feasible.map((n) => n.name), plugins: active.map((a) => ({ name: a.plugin.name, weight: a.weight })), values, totals }
+  const scores: Scores = { nodes: feasible.map((n) => n.name), plugins: active.map((a) => ({ name: a.plugin.name, weight: a.weight })), values, totals, uniformRaw }
   return { _tag: "Scheduled", node: feasible[best]!.name, evaluated, feasible: count, scores, statuses, nextStartIndex }
 }
 
@@ -389,6 +406,8 @@ export interface Explanation {
   readonly nominatedNode?: string
   readonly victims?: ReadonlyArray<{ readonly namespace: string; readonly name: string }>
   readonly postFilterMessage?: string
+  /** The pod whose cycle's scores this placement reused (opportunistic batching). */
+  readonly reusedScoresOf?: string
   /** Scored nodes best first, then the filtered-out nodes by name. */
   readonly nodes: ReadonlyArray<NodeVerdict>
 }
@@ -435,6 +454,7 @@ export const explain = (decision: Decision): Explanation => {
         node: decision.node,
         evaluatedNodes: decision.evaluated,
         feasibleNodes: decision.feasible,
+        ...(decision.reusedFrom === undefined ? {} : { reusedScoresOf: decision.reusedFrom }),
         nodes: [...scored, ...rejectedVerdicts(decision.statuses)]
       }
     }

@@ -50,7 +50,7 @@ import * as FleetMetrics from "../observability/FleetMetrics.js"
 import { MetricRegistry } from "../observability/MetricRegistry.js"
 import type * as LabelSelector from "../model/LabelSelector.js"
 import {
-  CycleState,
+  type CycleState,
   type Factory,
   type Framework,
   isSuccess,
@@ -63,6 +63,7 @@ import {
   status,
   success
 } from "./Framework.js"
+import * as Batch from "./Batch.js"
 import * as DefaultPreemption from "./plugins/DefaultPreemption.js"
 import * as Plugins from "./plugins/index.js"
 import type * as InterPodAffinity from "./plugins/InterPodAffinity.js"
@@ -106,6 +107,8 @@ export interface Options {
   readonly component?: string
   /** How many pods' last decisions are kept for `explain` (default 1,000, most recent). */
   readonly decisionsKept?: number
+  /** Reuse a cycle's scores for the next pods with the same signature (default true; see `Batch.ts`). */
+  readonly batching?: boolean
 }
 
 /** Counters of a running scheduler. */
@@ -118,6 +121,8 @@ export interface Metrics {
   readonly unschedulable: number
   /** Cycles or bindings that failed (retried with backoff). */
   readonly errors: number
+  /** Pods placed from an earlier cycle's scores (opportunistic batching). */
+  readonly batched: number
   /** Preemptions started (victims evicted, node nominated). */
   readonly preemptions: number
   readonly bindingsInFlight: number
@@ -300,6 +305,7 @@ export const start = (options: Options): Effect.Effect<Running, string, Scope.Sc
     })
     yield* Effect.addFinalizer(() => Effect.sync(() => queue.close()))
     const cache = Snapshot.Cache.make()
+    const batch = options.batching === false ? Batch.unbatched : Batch.make()
     // The last decisions (bounded: explanations are for people asking about a few pods, and a
     // decision over thousands of nodes is not small); explained only when asked.
     const decisions = new Map<string, Schedule.Decision>()
@@ -584,12 +590,13 @@ export const start = (options: Options): Effect.Effect<Running, string, Scope.Sc
         const pod = qpi.pod
         counts.attempts++
         const framework = frameworks.get(str(obj(pod.pod["spec"])["schedulerName"]) || Profiles.DefaultSchedulerName) ?? first
-        const state = new CycleState()
-        const decision = Schedule.schedule(framework, state, pod, withNominated(cache.snapshot(), pod), {
+        const snapshot = withNominated(cache.snapshot(), pod)
+        const scheduleOptions: Schedule.Options = {
           startIndex,
           ...(options.percentageOfNodesToScore === undefined ? {} : { percentageOfNodesToScore: options.percentageOfNodesToScore }),
           random: Math.random
-        })
+        }
+        const { decision, state } = batch.schedule(framework, pod, snapshot, scheduleOptions, yield* Clock.currentTimeMillis)
         startIndex = decision.nextStartIndex
         remember(pod.uid, decision)
         if (decision._tag === "Error") {
@@ -683,6 +690,7 @@ export const start = (options: Options): Effect.Effect<Running, string, Scope.Sc
         scheduled: counts.scheduled,
         unschedulable: counts.unschedulable,
         errors: counts.errors,
+        batched: batch.batched(),
         preemptions: counts.preemptions,
         bindingsInFlight: counts.inFlight,
         queue: queue.lengths()

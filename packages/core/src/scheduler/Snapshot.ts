@@ -305,6 +305,18 @@ export const podInfo = (pod: JsonObject): PodInfo => {
   return info
 }
 
+/**
+ * What the resource plugins read of a pod, as a string: its requests and the non-zero scoring
+ * variant of CPU and memory (two pods with equal strings fit and score alike on any node).
+ */
+export const requestsSignature = (info: PodInfo): string => {
+  const r = info.requests
+  const x = extrasOf(info)
+  let s = `${r.milliCpu},${r.memory},${r.ephemeralStorage},${r.pods},${x.nonZeroMilliCpu},${x.nonZeroMemory}`
+  for (const k in r.scalar) s += `,${k}=${r.scalar[k]}`
+  return s
+}
+
 /** The key the cache knows a pod by: its uid, or `namespace/name` for a pod without one (tests). */
 export const podKey = (info: PodInfo): string => (info.uid !== "" ? info.uid : `${info.namespace}/${info.name}`)
 

@@ -17,6 +17,7 @@ import type { CycleState, Factory, PreScorePlugin, ScorePlugin } from "../Framew
 import { MaxScore, status, success } from "../Framework.js"
 import type { NodeInfo } from "../Snapshot.js"
 import * as NodeResourcesFit from "./NodeResourcesFit.js"
+import * as Signature from "../Signature.js"
 
 /** The plugin's name in profiles and the registry. */
 export const name = "NodeResourcesBalancedAllocation"
@@ -80,6 +81,7 @@ export const make = (args: Args = defaultArgs): PreScorePlugin & ScorePlugin => 
 
   return {
     name,
+    sign: Signature.requests,
     preScore: (state: CycleState, pod) => {
       const podRequests = NodeResourcesFit.podRequestList(pod, resources, true)
       if (podRequests.every((r) => r === 0)) return skip

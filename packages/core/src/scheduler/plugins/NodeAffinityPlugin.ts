@@ -22,6 +22,7 @@ import type { CycleState, Factory, FilterPlugin, NodeScore, PreFilterPlugin, Pre
 import { MaxScore, status, success } from "../Framework.js"
 import * as NodeAffinity from "../NodeAffinity.js"
 import type { NodeInfo, PodInfo } from "../Snapshot.js"
+import * as Signature from "../Signature.js"
 
 /** The plugin's name in profiles and the registry. */
 export const name = "NodeAffinity"
@@ -214,6 +215,7 @@ export const make = (args: Args = {}): PreFilterPlugin & FilterPlugin & PreScore
   const addedPreferred = (args.addedAffinity?.preferredDuringSchedulingIgnoredDuringExecution ?? []).filter((t) => t.weight !== 0)
   return {
     name,
+    sign: Signature.nodeSelection,
     preFilter: (state: CycleState, pod) => {
       const spec = specOf(pod)
       const required = requiredOf(spec)

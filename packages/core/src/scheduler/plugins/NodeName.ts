@@ -10,6 +10,7 @@
  */
 import type { Factory, FilterPlugin, PreFilterPlugin, PreFilterResult, Status } from "../Framework.js"
 import { status, success } from "../Framework.js"
+import * as Signature from "../Signature.js"
 
 /** The plugin's name in profiles and the registry. */
 export const name = "NodeName"
@@ -26,6 +27,7 @@ const requested = (nodeName: string | undefined): string | undefined => (nodeNam
 /** The plugin: PreFilter (narrowing) and Filter. */
 export const make = (): PreFilterPlugin & FilterPlugin => ({
   name,
+  sign: Signature.nodeName,
   preFilter: (_state, pod) => {
     const nodeName = requested(pod.nodeName)
     return nodeName === undefined ? skip : { status: success, nodeNames: new Set([nodeName]) }

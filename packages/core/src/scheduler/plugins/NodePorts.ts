@@ -13,6 +13,7 @@
 import type { CycleState, Factory, FilterPlugin, PreFilterPlugin, PreFilterResult, Status } from "../Framework.js"
 import { status, success } from "../Framework.js"
 import type { NodeInfo, PodInfo } from "../Snapshot.js"
+import * as Signature from "../Signature.js"
 
 /** The plugin's name in profiles and the registry. */
 export const name = "NodePorts"
@@ -98,6 +99,7 @@ export const fitsPorts = (wanted: ReadonlyArray<WantedPort>, node: NodeInfo): bo
 /** The plugin: PreFilter and Filter. */
 export const make = (): PreFilterPlugin & FilterPlugin => ({
   name,
+  sign: Signature.ports,
   preFilter: (state: CycleState, pod) => {
     const wanted = hostPortsOf(pod)
     if (wanted.length === 0) return skip

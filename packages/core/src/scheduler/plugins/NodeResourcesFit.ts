@@ -25,6 +25,7 @@ import * as Validation from "../../model/Validation.js"
 import type { JsonObject } from "../../controllers/Informer.js"
 import type { NodeInfo, PodInfo, Resources } from "../Snapshot.js"
 import * as Snapshot from "../Snapshot.js"
+import * as Signature from "../Signature.js"
 
 /** The plugin's name in profiles and the registry. */
 export const name = "NodeResourcesFit"
@@ -396,6 +397,7 @@ export const make = (args: Args = defaultArgs): PreFilterPlugin & FilterPlugin &
 
   return {
     name,
+    sign: Signature.requests,
     preFilter: (state: CycleState, pod): PreFilterResult => {
       state.write(preFilterKey, fitState(pod))
       return { status: success }

@@ -12,6 +12,7 @@ import type { CycleState, Factory, FilterPlugin, PreFilterPlugin, PreFilterResul
 import { status, success } from "../Framework.js"
 import type { PodInfo } from "../Snapshot.js"
 import * as TaintToleration from "../TaintToleration.js"
+import * as Signature from "../Signature.js"
 
 /** The plugin's name in profiles and the registry. */
 export const name = "NodeUnschedulable"
@@ -36,6 +37,7 @@ export const toleratesUnschedulable = (pod: PodInfo): boolean =>
 /** The plugin: PreFilter and Filter. */
 export const make = (): PreFilterPlugin & FilterPlugin => ({
   name,
+  sign: Signature.tolerations,
   preFilter: (state: CycleState, pod) => {
     const tolerated = toleratesUnschedulable(pod)
     state.write(stateKey, tolerated)

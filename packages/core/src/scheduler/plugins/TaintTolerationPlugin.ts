@@ -17,6 +17,7 @@ import { MaxScore, status, success } from "../Framework.js"
 import type { PodInfo } from "../Snapshot.js"
 import * as TaintToleration from "../TaintToleration.js"
 import { defaultNormalizeScore } from "./NodeAffinityPlugin.js"
+import * as Signature from "../Signature.js"
 
 /** The plugin's name in profiles and the registry. */
 export const name = "TaintToleration"
@@ -87,6 +88,7 @@ const preferNoScheduleTolerations = (pod: PodInfo): ReadonlyArray<TaintToleratio
 /** The plugin: PreFilter, Filter, PreScore, Score (+ normalize). */
 export const make = (): PreFilterPlugin & FilterPlugin & PreScorePlugin & ScorePlugin => ({
   name,
+  sign: Signature.tolerations,
   preFilter: (state: CycleState, pod) => {
     state.write(preFilterKey, tolerationsOf(pod))
     return { status: success }
