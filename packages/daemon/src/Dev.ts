@@ -103,6 +103,8 @@ const alongside = (config: Config) => (context: Server.Alongside) =>
       // NodeRestriction), no TLS round trip to ourselves.
       fetch: InProcess.fetch(context.handle, { client: `system:node:${config.nodeName}` }),
       boxSocket: box.socketPath,
+      // The agent drives the embedded box directly: no kbox HTTP round trip per runtime call.
+      runtime: box.runtime,
       nodeName: config.nodeName,
       dataDir: join(dataDir, "agent"),
       reserved: config.reserved,

@@ -6,7 +6,7 @@
  * its scope closes. Containers keep running when it stops; the next agent re-adopts them.
  *
  *   credentials ─▶ Client (HTTPS with the cluster CA, or a given fetch)
- *   box socket ─▶ KboxClient ─▶ runtime info ─▶ HostFacts.detect (capacity − reserved)
+ *   box socket ─▶ KboxClient (or the box's runtime itself, in dev) ─▶ runtime info ─▶ HostFacts.detect (capacity − reserved)
  *     ─▶ Agent.make (+ NetProber, FsVolumeWriter, NetHostPortAllocator)
  */
 import { Agent, Client, Runtime } from "@koder/fleet-core"
@@ -38,6 +38,11 @@ export interface Options {
   readonly fetch?: typeof globalThis.fetch
   /** The box's Unix socket. */
   readonly boxSocket: string
+  /**
+   * The box's runtime in this process (dev mode's embedded box): driven directly instead of over
+   * `boxSocket`, which saves an HTTP round trip, JSON and Schema decoding on every runtime call.
+   */
+  readonly runtime?: Runtime.RuntimeService
   /** The node's name (default: the host name). */
   readonly nodeName?: string
   /** The agent's directory: pod volumes under `pods/`, the node token. */
@@ -112,7 +117,7 @@ export const run = (options: Options): Effect.Effect<Running, AgentStartError, S
     const fetch = options.fetch ?? fetchTrusting(options.ca)
     const token = yield* credentials(options, fetch, nodeName)
     const client = Client.make({ server: options.server, token, fetch })
-    const runtime = yield* KboxClient.make({ socketPath: options.boxSocket })
+    const runtime = options.runtime ?? (yield* KboxClient.make({ socketPath: options.boxSocket }))
     // The box may still be starting: give it a few seconds.
     const info = yield* runtime.info.pipe(
       Effect.retry(Schedule.spaced("100 millis").pipe(Schedule.intersect(Schedule.recurs(50)))),
