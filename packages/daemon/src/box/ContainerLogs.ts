@@ -87,8 +87,9 @@ export const toChunk = (l: Line, timestamps: boolean): Runtime.LogChunk =>
  * container while the box runs; a new box re-attaches to the FIFOs of the containers it adopts.
  */
 export class Writer {
-  private fd: number
-  private size: number
+  /** The log file, opened at the first output (a quiet container never creates one). */
+  private fd: number | undefined
+  private size = 0
   private readonly listeners = new Set<(l: Line) => void>()
   private readonly sockets: Array<Socket> = []
   /** Per stream: the decoder (a UTF-8 character may span reads) and the unfinished line. */
@@ -101,9 +102,14 @@ export class Writer {
   constructor(
     private readonly dir: string,
     private readonly rotation: Rotation
-  ) {
-    this.fd = openSync(file(dir, 0), "a", 0o600)
-    this.size = statSync(file(dir, 0)).size
+  ) {}
+
+  private open(): number {
+    if (this.fd === undefined) {
+      this.fd = openSync(file(this.dir, 0), "a", 0o600)
+      this.size = statSync(file(this.dir, 0)).size
+    }
+    return this.fd
   }
 
   /**
@@ -194,12 +200,13 @@ export class Writer {
   }
 
   private append(lines: ReadonlyArray<Line>): void {
+    this.open()
     // Line by line against the limit, so no file outgrows it (unless one line alone does).
     let batch: Array<Buffer> = []
     let batchSize = 0
     const flush = () => {
       if (batchSize === 0) return
-      writeSync(this.fd, batch.length === 1 ? batch[0]! : Buffer.concat(batch, batchSize))
+      writeSync(this.open(), batch.length === 1 ? batch[0]! : Buffer.concat(batch, batchSize))
       this.size += batchSize
       batch = []
       batchSize = 0
@@ -218,7 +225,7 @@ export class Writer {
   }
 
   private rotate(): void {
-    closeSync(this.fd)
+    if (this.fd !== undefined) closeSync(this.fd)
     rmSync(file(this.dir, this.rotation.maxFiles), { force: true })
     for (let n = this.rotation.maxFiles - 1; n >= 0; n--) {
       try {
@@ -244,9 +251,10 @@ export class Writer {
     this.sockets.length = 0
     this.listeners.clear()
     try {
-      closeSync(this.fd)
+      if (this.fd !== undefined) closeSync(this.fd)
     } catch {
       // closed
     }
+    this.fd = undefined
   }
 }

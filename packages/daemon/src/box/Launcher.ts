@@ -2,21 +2,23 @@
  * The launcher: a small `sh` the box keeps as a child to start the processes that must outlive
  * it (container shims, pod holders). Node's `spawn` forks the whole box, which costs a few to tens
  * of milliseconds under load and serialises every start on the event loop; forking from a ~1 MB
- * shell costs a fraction of a millisecond. The box writes "<token> <script file>" lines; the
- * launcher double-forks `sh <file> <token>` (so the started process is nobody's child and never
+ * shell costs a fraction of a millisecond. The box writes "<token> <arg> <script file>" lines; the
+ * launcher double-forks `sh <file> <token> <arg>` (so the started process is nobody's child and never
  * waits as a zombie for a launcher that has no reason to reap it), and the started script answers
  * "<token> <fields...>" on the launcher's stdout, a pipe to the box.
  *
  * If the box dies, the launcher reads end of file and exits; what it started lives on.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { randomBytes } from "node:crypto"
 import { createInterface } from "node:readline"
 
-/** The launcher's loop. `$1`: the absolute path of sh. */
+/**
+ * The launcher's loop. `$1`: the absolute path of sh. Lines are "<token> <arg> <file>": the file
+ * is the rest of the line (a path may hold spaces), `arg` a word without any (`-` for none).
+ */
 export const launcherScript = `sh=$1
-while read -r token file; do
-  ("$sh" "$file" "$token" </dev/null 2>/dev/null &)
+while read -r token arg file; do
+  ("$sh" "$file" "$token" "$arg" </dev/null 2>/dev/null &)
 done
 `
 
@@ -27,6 +29,8 @@ export const quote = (s: string): string => `'${s.replaceAll("'", `'\\''`)}'`
 export class Launcher {
   private child: ChildProcess | undefined
   private readonly pending = new Map<string, (fields: Array<string>) => void>()
+  /** Tokens only pair an answer with its request on a private pipe: a counter will do. */
+  private seq = 0
 
   constructor(private readonly sh: string) {}
 
@@ -58,11 +62,11 @@ export class Launcher {
   }
 
   /**
-   * Run `sh file token` detached; resolve with the fields it answered, or `undefined` when it
-   * did not answer within `timeoutMs` (it failed before answering).
+   * Run `sh file token arg` detached; resolve with the fields it answered, or `undefined` when it
+   * did not answer within `timeoutMs` (it failed before answering). `arg` holds no whitespace.
    */
-  run(file: string, timeoutMs = 10_000): Promise<Array<string> | undefined> {
-    const token = randomBytes(8).toString("hex")
+  run(file: string, arg = "-", timeoutMs = 10_000): Promise<Array<string> | undefined> {
+    const token = `t${(this.seq++).toString(36)}`
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.pending.delete(token)
@@ -72,7 +76,7 @@ export class Launcher {
         clearTimeout(timer)
         resolve(fields)
       })
-      this.ensure().stdin!.write(`${token} ${file}\n`)
+      this.ensure().stdin!.write(`${token} ${arg} ${file}\n`)
     })
   }
 

@@ -31,7 +31,7 @@ import {
   writeFileSync
 } from "node:fs"
 import type { FSWatcher } from "node:fs"
-import { mkdir, rename, rm, writeFile } from "node:fs/promises"
+import { mkdir, rename, unlink, writeFile } from "node:fs/promises"
 import { constants as osConstants } from "node:os"
 import { join } from "node:path"
 import * as Cgroups from "./Cgroups.js"
@@ -140,16 +140,23 @@ const which = (name: string): string | undefined => {
   return undefined
 }
 
+// Temporary siblings are named by this process and a counter: one box per data dir (its lock),
+// and no random bytes to draw for each of a pod start's several writes.
+let tmpSeq = 0
+const tmpOf = (path: string) => `${path}.${process.pid}-${(tmpSeq++).toString(36)}.tmp`
+
 /** Write a file atomically (sibling, then rename): a crash never leaves half a record. */
-const writeJson = (path: string, value: unknown) => {
-  const tmp = `${path}.${randomBytes(4).toString("hex")}.tmp`
-  writeFileSync(tmp, JSON.stringify(value), { mode: 0o600 })
+const writeTextSync = (path: string, text: string) => {
+  const tmp = tmpOf(path)
+  writeFileSync(tmp, text, { mode: 0o600 })
   renameSync(tmp, path)
 }
 
+const writeJson = (path: string, value: unknown) => writeTextSync(path, JSON.stringify(value))
+
 /** The same, off the event loop. */
 const writeAtomic = async (path: string, text: string) => {
-  const tmp = `${path}.${randomBytes(4).toString("hex")}.tmp`
+  const tmp = tmpOf(path)
   await writeFile(tmp, text, { mode: 0o600 })
   await rename(tmp, path)
 }
@@ -213,7 +220,12 @@ export class ProcessDriver {
   private poller: NodeJS.Timeout | undefined
   private closed = false
   private readonly launcher: Launcher
-  private readonly saving = new Map<string, Promise<void>>()
+  /** Records being written, by path: the newest text not yet on disk, and when it will be. */
+  private readonly writing = new Map<string, { text: string | undefined; readonly done: Promise<void> }>()
+  /** Pods whose cgroup this box created (a pod it adopted may have lost its cgroup: see launch). */
+  private readonly podCgroups = new Set<string>()
+  /** Launch files this box has made sure exist. */
+  private readonly launchFiles = new Set<string>()
   /** Pod networks (isolated, with iproute2): the bridge and veths, and the persisted IPAM. */
   private readonly podNet: PodNetwork | undefined
   private ipam: IpamStore | undefined
@@ -379,26 +391,39 @@ export class ProcessDriver {
   }
 
   /**
-   * Persist a container's record. Written off the event loop (the thread pool), one write at a
-   * time per container, each with the record as it was when `save` was called, so writes land
-   * in order; callers await it where the record must be on disk before they go on.
+   * Write a record atomically, off the event loop (the thread pool), one write at a time per
+   * path, with the record as it was when `persist` was called; the promise settles once that
+   * text (or a newer one) is on disk. Records asked for while a write is in flight are not all
+   * written: only the newest, after it (a pod start changes a record three or four times within
+   * milliseconds, and every older version would be replaced at once).
    */
-  private save(rec: ContainerRecord): Promise<void> {
-    const text = JSON.stringify(rec)
-    const path = join(this.containerDir(rec.id), "state.json")
-    const next = (this.saving.get(rec.id) ?? Promise.resolve())
-      .then(() => writeAtomic(path, text))
-      // The container was removed meanwhile (its directory is gone): nothing to keep.
-      .catch(() => undefined)
-    this.saving.set(rec.id, next)
-    void next.then(() => {
-      if (this.saving.get(rec.id) === next) this.saving.delete(rec.id)
-    })
-    return next
+  private persist(path: string, text: string): Promise<void> {
+    const pending = this.writing.get(path)
+    if (pending !== undefined) {
+      pending.text = text
+      return pending.done
+    }
+    const slot: { text: string | undefined; done: Promise<void> } = { text, done: Promise.resolve() }
+    this.writing.set(path, slot)
+    slot.done = (async () => {
+      while (slot.text !== undefined) {
+        const next = slot.text
+        slot.text = undefined
+        // The record was removed meanwhile (its directory is gone): nothing to keep.
+        await writeAtomic(path, next).catch(() => undefined)
+      }
+      this.writing.delete(path)
+    })()
+    return slot.done
   }
 
-  private saveSandbox(rec: SandboxRecord) {
-    writeJson(join(this.dataDir, "sandboxes", `${rec.id}.json`), rec)
+  /** Persist a container's record; callers await it where it must be on disk before they go on. */
+  private save(rec: ContainerRecord): Promise<void> {
+    return this.persist(join(this.containerDir(rec.id), "state.json"), JSON.stringify(rec))
+  }
+
+  private saveSandbox(rec: SandboxRecord): Promise<void> {
+    return this.persist(join(this.dataDir, "sandboxes", `${rec.id}.json`), JSON.stringify(rec))
   }
 
   private lost(rec: ContainerRecord, why: string): Runtime.ContainerStatus {
@@ -568,14 +593,18 @@ export class ProcessDriver {
     // Claimed before the first await, so a concurrent create for the same pod sees it.
     this.sandboxes.set(rec.id, rec)
     try {
-      if (this.cg.version !== "none") this.cg.create(rec.id, spec.resources)
+      if (this.cg.version !== "none") {
+        this.cg.create(rec.id, spec.resources)
+        this.podCgroups.add(rec.id)
+      }
       if (this.isolated) rec.holder = await this.startHolder(rec.id, (spec.hostname ?? spec.name).slice(0, 63), podNetwork)
       if (podNetwork) await this.connect(rec, spec.podCidr!)
-      this.saveSandbox(rec)
+      await this.saveSandbox(rec)
     } catch (e) {
       this.sandboxes.delete(rec.id)
       if (rec.holder) kill({ pid: rec.holder.pid, startTime: rec.holder.startTime }, "SIGKILL")
       this.cg.remove(rec.id)
+      this.podCgroups.delete(rec.id)
       if (podNetwork) {
         this.ipam?.release(rec.id)
         void this.podNet?.detach(rec.id)
@@ -608,12 +637,34 @@ export class ProcessDriver {
     }
   }
 
+  /**
+   * The launch file of every pod holder whose hostname can be passed as an argument (written once,
+   * under a name that changes with its content: a running shell reads its file as it goes, so
+   * a file in use is never rewritten).
+   */
+  private holderLaunchFile(net: boolean): string {
+    const text = Shim.holderFile(this.tools, net)
+    const file = join(this.dataDir, "sandboxes", `holder-${createHash("sha256").update(text).digest("hex").slice(0, 12)}.sh`)
+    if (!this.launchFiles.has(file)) {
+      if (!existsSync(file)) writeTextSync(file, text)
+      this.launchFiles.add(file)
+    }
+    return file
+  }
+
   private async startHolder(id: string, hostname: string, net = false): Promise<NonNullable<SandboxRecord["holder"]>> {
-    const file = join(this.dataDir, "sandboxes", `${id}.launch`)
-    writeFileSync(file, Shim.holderFile(this.tools, hostname, net), { mode: 0o600 })
-    const answer = await this.launcher.run(file)
-    rmSync(file, { force: true })
+    let answer: Array<string> | undefined
+    if (Shim.plainHostname(hostname)) answer = await this.launcher.run(this.holderLaunchFile(net), hostname)
+    else {
+      const file = join(this.dataDir, "sandboxes", `${id}.launch`)
+      writeFileSync(file, Shim.holderFile(this.tools, net, hostname), { mode: 0o600 })
+      answer = await this.launcher.run(file)
+      rmSync(file, { force: true })
+    }
     const unshare = processId(Number(answer?.[0]))
+    const reported = answer?.[1] === undefined || answer[1] === "" ? undefined : processId(Number(answer[1]))
+    if (unshare !== undefined && reported !== undefined) return { unshare, pid: reported.pid, startTime: reported.startTime }
+    // Not reported (the launch file gave up waiting): look for it a while longer.
     for (let i = 0; i < 1000 && unshare !== undefined; i++) {
       const [pid] = Procfs.children(unshare.pid)
       const holder = processId(pid)
@@ -656,6 +707,7 @@ export class ProcessDriver {
     if (this.cg.version !== "none") {
       await this.cg.killAll(id)
       this.cg.remove(id)
+      this.podCgroups.delete(id)
     }
     if (rec.network !== undefined) {
       // The namespace ended with its holder, taking the veth along; the host end goes in any case.
@@ -663,13 +715,19 @@ export class ProcessDriver {
       this.ipam?.release(id)
       rmSync(join(this.dataDir, "sandboxes", `${id}.resolv.conf`), { force: true })
     }
+    // A write still in flight would bring the record back after its removal.
+    await this.writing.get(join(this.dataDir, "sandboxes", `${id}.json`))?.done
     rmSync(join(this.dataDir, "sandboxes", `${id}.json`), { force: true })
     this.sandboxes.delete(id)
   }
 
-  /** Bind-mount a container's mounts into its pod's mount namespace (once per path). */
-  private bindMounts(sb: SandboxRecord, mounts: ReadonlyArray<Runtime.Mount>) {
+  /**
+   * Bind-mount a container's mounts into its pod's mount namespace (once per path); the sandbox's
+   * record is written again only when a path was added.
+   */
+  private async bindMounts(sb: SandboxRecord, mounts: ReadonlyArray<Runtime.Mount>): Promise<void> {
     if (sb.holder === undefined || this.tools.nsenter === undefined) return
+    const before = sb.mounts.length
     for (const m of mounts) {
       if (sb.mounts.includes(m.containerPath)) continue
       const r = spawnSync(
@@ -681,7 +739,7 @@ export class ProcessDriver {
         throw invalid(`mount ${m.hostPath} at ${m.containerPath}: ${(r.stderr || r.error?.message || "failed").trim()}`)
       sb.mounts.push(m.containerPath)
     }
-    this.saveSandbox(sb)
+    if (sb.mounts.length !== before) await this.saveSandbox(sb)
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -757,12 +815,16 @@ export class ProcessDriver {
     const dir = this.containerDir(rec.id)
     const path = `${sb.id}/${rec.id}`
     if (this.cg.version !== "none") {
-      // The pod's cgroup again too: a closing box may have released it while it was empty.
-      this.cg.create(sb.id, sb.spec.resources)
+      // The pod's cgroup again too when this box adopted the pod: a closing box may have
+      // released it while it was empty.
+      if (!this.podCgroups.has(sb.id)) {
+        this.cg.create(sb.id, sb.spec.resources)
+        this.podCgroups.add(sb.id)
+      }
       this.cg.create(path, spec.resources)
       rec.cgroup = true
     }
-    this.bindMounts(sb, spec.mounts ?? [])
+    await this.bindMounts(sb, spec.mounts ?? [])
     const env: Record<string, string> = { PATH: defaultPath, ...spec.env }
     if (rec.cgroup) env.FLEET_SHIM_CGROUPS = this.cg.procsFiles(path).join(" ")
     const ctx: Shim.Context = { holderPid: sb.holder?.pid, net: sb.network !== undefined, user: spec.user }
@@ -774,7 +836,7 @@ export class ProcessDriver {
     void this.save(rec)
     const answer = await this.launcher.run(file)
     // The launch file holds the environment (secrets): it is not kept.
-    void rm(file, { force: true }).catch(() => undefined)
+    void unlink(file).catch(() => undefined)
     const shim = processId(Number(answer?.[0]))
     if (shim) rec.shim = shim
     const launched = Number(answer?.[1])
@@ -915,6 +977,8 @@ export class ProcessDriver {
     c.watcher?.close()
     this.containers.delete(id)
     if (c.rec.cgroup) this.cg.remove(`${c.rec.spec.sandboxId}/${id}`)
+    // A record write in flight would put a file back into the directory while it is removed.
+    await this.writing.get(join(this.containerDir(id), "state.json"))?.done
     rmSync(this.containerDir(id), { recursive: true, force: true })
   }
 

@@ -145,14 +145,34 @@ export const launchFile = (
   return `${lines.join("\n")}\n`
 }
 
-/** The launch file of a pod holder: answers "TOKEN <pid>", then becomes `setsid unshare ...`. */
-export const holderFile = (tools: Tools, hostname: string, net = false): string =>
-  [
-    "read -r self _ </proc/self/stat",
-    'echo "$1 $self"',
-    `exec ${[tools.setsid, tools.unshare ?? "unshare", ...holderArgv(tools, hostname, net)].map(quote).join(" ")} </dev/null >/dev/null 2>&1`,
+/**
+ * The launch file of a pod holder, run as `sh FILE TOKEN HOSTNAME`: starts `setsid unshare ...`
+ * (which forks the holder), waits for the holder to appear as unshare's child, and answers
+ * "TOKEN <unshare pid> <holder pid>" (no holder pid if unshare died first). The wait spins on
+ * /proc in the shell, a millisecond or two, so the box learns the holder with the answer instead
+ * of polling for it. With `hostname`, the file names it itself (one not fit to pass as an
+ * argument); without, it takes it as `$2` and one file serves every pod.
+ */
+export const holderFile = (tools: Tools, net = false, hostname?: string): string => {
+  const argv = [tools.setsid, tools.unshare ?? "unshare", ...holderArgv(tools, "", net).slice(0, -1)].map(quote)
+  return [
+    `${argv.join(" ")} ${hostname === undefined ? '"$2"' : quote(hostname)} </dev/null >/dev/null 2>&1 &`,
+    "u=$!",
+    "h=",
+    "i=0",
+    'while [ -z "$h" ] && [ "$i" -lt 100000 ]; do',
+    "  i=$((i + 1))",
+    '  read -r h _ <"/proc/$u/task/$u/children" 2>/dev/null',
+    '  read -r _ _ st _ <"/proc/$u/stat" 2>/dev/null || break',
+    '  [ "$st" != Z ] || break',
+    "done",
+    'echo "$1 $u $h"',
     ""
   ].join("\n")
+}
+
+/** A hostname the launcher can pass as one argument (a DNS name, as Kubernetes requires one). */
+export const plainHostname = (hostname: string): boolean => /^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(hostname)
 
 /** argv of an exec (run by `sh`, detached, so a timeout can kill its whole session). */
 export const execArgv = (
