@@ -101,7 +101,7 @@ export const make = (): Effect.Effect<BenchCluster, unknown, Scope.Scope> =>
       subresources: [Binding.handler, Eviction.subresource, Placement.handler(() => cluster.explain)],
       waitForRevision: "10 seconds"
     })
-    cluster.client = Client.make({ server: "http://fleet.bench", token, fetch: InProcess.fetch(server.handle, { client: "scheduler-bench" }) })
+    cluster.client = Client.make({ server: "http://fleet.bench", token, transport: InProcess.transport(server.handle, { client: "scheduler-bench" }) })
     cluster.informers = yield* Informer.makeShared(cluster.client)
     for (const name of ["default", "kube-system"]) {
       yield* Effect.ignore(cluster.client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name } }))

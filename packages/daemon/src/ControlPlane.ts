@@ -6,7 +6,7 @@
  * may share one database: the controllers then run only in the one that holds the
  * `kube-system/fleet-controller-manager` lease.
  *
- *   api.handle ◀── InProcess.fetch ◀── Client(loopback token) ◀── ControllerManager(elect?) ─▶ reconcilers
+ *   api.handle ◀── InProcess.transport ◀── Client(loopback token) ◀── ControllerManager(elect?) ─▶ reconcilers
  */
 import { Authn, Client, type Controller, ControllerManager, Controllers, type Http, InProcess, LeaderElection, type Placement, Scheduler, Store } from "@koder/fleet-core"
 import { Effect, type Scope } from "effect"
@@ -64,7 +64,7 @@ export const start = (handle: InProcess.Handle, token: string, options: Options,
     const list = reconcilers(options)
     const scheduling = !options.disabled.includes("*") && !options.disabled.includes("scheduler")
     if (list.length === 0 && !scheduling) return
-    const client = Client.make({ server: "https://loopback.fleet.internal", token, fetch: InProcess.fetch(handle, { client: controllerUser.name }) })
+    const client = Client.make({ server: "https://loopback.fleet.internal", token, transport: InProcess.transport(handle, { client: controllerUser.name }) })
     const election = options.elect
       ? { namespace: "kube-system", name: "fleet-controller-manager", identity: LeaderElection.identity(hostname(), process.pid) }
       : undefined

@@ -387,7 +387,7 @@ export const run = (
         config.ingress.http === undefined && config.ingress.https === undefined
           ? undefined
           : yield* IngressProxy.make({
-              client: Client.make({ server: "https://loopback.fleet.internal", token: loopback.token, fetch: InProcess.fetch(api.handle, { client: "fleet-ingress" }) }),
+              client: Client.make({ server: "https://loopback.fleet.internal", token: loopback.token, transport: InProcess.transport(api.handle, { client: "fleet-ingress" }) }),
               ...config.ingress
             }).pipe(Scope.extend(apiScope))
 
@@ -396,7 +396,7 @@ export const run = (
         config.dns.listen === undefined
           ? undefined
           : yield* DnsService.serve(
-              Client.make({ server: "https://loopback.fleet.internal", token: loopback.token, fetch: InProcess.fetch(api.handle, { client: "fleet-dns" }) }),
+              Client.make({ server: "https://loopback.fleet.internal", token: loopback.token, transport: InProcess.transport(api.handle, { client: "fleet-dns" }) }),
               config.dns.listen,
               { upstream: config.dns.upstream, role }
             ).pipe(

@@ -6,6 +6,7 @@
  */
 import { Effect, Stream } from "effect"
 import type { ApiRequest, ApiResponse } from "../api/Http.js"
+import type { Transport } from "./Client.js"
 
 /** The handler to answer from (`ApiServer.handle`). */
 export type Handle = (request: Omit<ApiRequest, "user">) => Effect.Effect<ApiResponse>
@@ -59,3 +60,12 @@ export const fetch = (handle: Handle, options: { readonly client?: string } = {}
     const body = signal ? Stream.interruptWhen(response.body, aborted) : response.body
     return new Response(Stream.toReadableStream(body), { status: response.status, headers })
   }) as typeof globalThis.fetch
+
+/**
+ * A `Client` transport over `handle`: the same requests as `fetch` sends, minus the WHATWG
+ * Request, Response and stream objects around them (what the control plane's own clients use).
+ */
+export const transport =
+  (handle: Handle, options: { readonly client?: string } = {}): Transport =>
+  (request) =>
+    handle({ ...request, client: options.client ?? "in-process" })

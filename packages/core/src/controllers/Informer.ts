@@ -176,6 +176,9 @@ export const make = (
       Effect.suspend(() => {
         if (predicate()) return Effect.succeed(true)
         return Effect.async<boolean>((resume) => {
+          // The timeout below runs this in a fiber of its own, which may start after events that
+          // made the predicate true were applied: look again before waiting for the next one.
+          if (predicate()) return resume(Effect.succeed(true))
           const check = () => {
             if (!predicate()) return
             checks.delete(check)

@@ -163,7 +163,7 @@ export const make = (options: Options = {}): Effect.Effect<TestCluster, never, S
     MetricsApi.install(server.registry, metricsSource, store)
     const fetch = InProcess.fetch(server.handle, { client: "test-cluster" })
     const client = Client.make({ server: "http://fleet.test", token: adminToken, fetch })
-    const controllerClient = Client.make({ server: "http://fleet.test", token: controllerToken, fetch: InProcess.fetch(server.handle, { client: "controllers" }) })
+    const controllerClient = Client.make({ server: "http://fleet.test", token: controllerToken, transport: InProcess.transport(server.handle, { client: "controllers" }) })
 
     // The namespaces every cluster has.
     for (const name of ["default", "kube-system", "kube-public", "kube-node-lease"]) {
