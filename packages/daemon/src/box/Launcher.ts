@@ -3,22 +3,24 @@
  * it (container shims, pod holders). Node's `spawn` forks the whole box, which costs a few to tens
  * of milliseconds under load and serialises every start on the event loop; forking from a ~1 MB
  * shell costs a fraction of a millisecond. The box writes "<token> <arg> <script file>" lines; the
- * launcher double-forks `sh <file> <token> <arg>` (so the started process is nobody's child and never
- * waits as a zombie for a launcher that has no reason to reap it), and the started script answers
- * "<token> <fields...>" on the launcher's stdout, a pipe to the box.
+ * launcher double-forks and sources the file there with `$1` the token and `$2` the arg (so the
+ * started process is nobody's child and never waits as a zombie for a launcher that has no reason
+ * to reap it; sourced, not run by a new `sh`, as an exec costs more than the fork), and the file
+ * answers "<token> <fields...>" on the launcher's stdout, a pipe to the box.
  *
- * If the box dies, the launcher reads end of file and exits; what it started lives on.
+ * The launcher runs in a session (and process group) of its own, and so does everything it
+ * starts: a Ctrl-C or a hang-up of the box's terminal never reaches a shim or a pod holder. If the
+ * box dies, the launcher reads end of file and exits; what it started lives on.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { createInterface } from "node:readline"
 
 /**
- * The launcher's loop. `$1`: the absolute path of sh. Lines are "<token> <arg> <file>": the file
- * is the rest of the line (a path may hold spaces), `arg` a word without any (`-` for none).
+ * The launcher's loop. Lines are "<token> <arg> <file>": the file is the rest of the line (a path
+ * may hold spaces), `arg` a word without any (`-` for none).
  */
-export const launcherScript = `sh=$1
-while read -r token arg file; do
-  ("$sh" "$file" "$token" "$arg" </dev/null 2>/dev/null &)
+export const launcherScript = `while read -r token arg file; do
+  ( (set -- "$token" "$arg"; . "$file") </dev/null 2>/dev/null &)
 done
 `
 
@@ -36,8 +38,10 @@ export class Launcher {
 
   private ensure(): ChildProcess {
     if (this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null) return this.child
-    const child = spawn(this.sh, ["-c", launcherScript, "launcher", this.sh], {
+    const child = spawn(this.sh, ["-c", launcherScript, "launcher"], {
       stdio: ["pipe", "pipe", "ignore"],
+      // A session of its own, for the launcher and all it starts (see above).
+      detached: true,
       // The started scripts set their whole environment themselves.
       env: {},
       cwd: "/"
@@ -62,8 +66,9 @@ export class Launcher {
   }
 
   /**
-   * Run `sh file token arg` detached; resolve with the fields it answered, or `undefined` when it
-   * did not answer within `timeoutMs` (it failed before answering). `arg` holds no whitespace.
+   * Source `file` with `$1` a token and `$2` `arg`, detached; resolve with the fields it answered,
+   * or `undefined` when it did not answer within `timeoutMs` (it failed before answering). `arg`
+   * holds no whitespace.
    */
   run(file: string, arg = "-", timeoutMs = 10_000): Promise<Array<string> | undefined> {
     const token = `t${(this.seq++).toString(36)}`

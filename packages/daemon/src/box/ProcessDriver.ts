@@ -22,6 +22,7 @@ import {
   createReadStream,
   existsSync,
   mkdirSync,
+  mkdtempSync,
   readFileSync,
   readdirSync,
   renameSync,
@@ -126,6 +127,15 @@ const notFound = (kind: Runtime.ObjectKind, id: string) =>
   new Runtime.NotFound({ kind, id, message: `${kind} ${id} not found` })
 const invalid = (message: string) => new Runtime.Invalid({ message })
 
+/** A new directory only this process's user can enter, in /dev/shm when it is there. */
+const privateShmDir = (): string | undefined => {
+  try {
+    return mkdtempSync(join("/dev/shm", "kbox-launch-"))
+  } catch {
+    return undefined
+  }
+}
+
 /** Resolve a tool on the box's PATH once, to an absolute path (the shim must not depend on PATH). */
 const which = (name: string): string | undefined => {
   for (const dir of [...(process.env.PATH ?? "").split(":"), ...defaultPath.split(":")]) {
@@ -159,6 +169,36 @@ const writeAtomic = async (path: string, text: string) => {
   const tmp = tmpOf(path)
   await writeFile(tmp, text, { mode: 0o600 })
   await rename(tmp, path)
+}
+
+/** One write(2) of at most a page at offset 0 is never torn by the writer dying part way. */
+const pageBytes = 4096
+
+/**
+ * Write a record file (JSON) off the event loop; returns its size now. A file this box wrote
+ * before (`size` known) is rewritten in place, in one write of the text padded with spaces to the
+ * file's size (JSON ignores trailing whitespace), so it always holds one whole record, the old or
+ * the new; a new file is created with the text. Only a record larger than a page, or a file of
+ * unknown size (one a previous box wrote), goes through a temporary sibling and a rename. Why:
+ * creating files is what a pod start spent most on here (ext4 without a journal checks each new
+ * inode against the recently deleted ones, and every rename over a record deletes one).
+ */
+const writeRecord = async (path: string, text: string, size: number | undefined): Promise<number> => {
+  const bytes = Buffer.byteLength(text)
+  if (size !== undefined && Math.max(size, bytes) <= pageBytes) {
+    await writeFile(path, size > bytes ? text + " ".repeat(size - bytes) : text, { flag: "r+" })
+    return Math.max(size, bytes)
+  }
+  if (size === undefined && bytes <= pageBytes) {
+    try {
+      await writeFile(path, text, { flag: "wx", mode: 0o600 })
+      return bytes
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e
+    }
+  }
+  await writeAtomic(path, text)
+  return bytes
 }
 
 const readText = (path: string): string | undefined => {
@@ -222,8 +262,16 @@ export class ProcessDriver {
   private readonly launcher: Launcher
   /** Records being written, by path: the newest text not yet on disk, and when it will be. */
   private readonly writing = new Map<string, { text: string | undefined; readonly done: Promise<void> }>()
+  /** Sizes of the record files this box wrote (rewritten in place: see writeRecord). */
+  private readonly recordSizes = new Map<string, number>()
   /** Pods whose cgroup this box created (a pod it adopted may have lost its cgroup: see launch). */
   private readonly podCgroups = new Set<string>()
+  /**
+   * Where launch files (a container's environment: secrets) are written for the moment of a start:
+   * a private directory in /dev/shm (memory: the secrets never reach a disk, and creating and
+   * removing a file there costs little), else the container's own directory.
+   */
+  private readonly launchDir: string | undefined = privateShmDir()
   /** Launch files this box has made sure exist. */
   private readonly launchFiles = new Set<string>()
   /** Pod networks (isolated, with iproute2): the bridge and veths, and the persisted IPAM. */
@@ -307,6 +355,7 @@ export class ProcessDriver {
     this.closed = true
     if (this.poller) clearInterval(this.poller)
     this.launcher.close()
+    if (this.launchDir !== undefined) rmSync(this.launchDir, { recursive: true, force: true })
     for (const c of this.containers.values()) {
       c.writer?.close()
       c.writer = undefined
@@ -409,8 +458,12 @@ export class ProcessDriver {
       while (slot.text !== undefined) {
         const next = slot.text
         slot.text = undefined
-        // The record was removed meanwhile (its directory is gone): nothing to keep.
-        await writeAtomic(path, next).catch(() => undefined)
+        try {
+          this.recordSizes.set(path, await writeRecord(path, next, this.recordSizes.get(path)))
+        } catch {
+          // The record was removed meanwhile (its directory is gone): nothing to keep.
+          this.recordSizes.delete(path)
+        }
       }
       this.writing.delete(path)
     })()
@@ -656,15 +709,12 @@ export class ProcessDriver {
     let answer: Array<string> | undefined
     if (Shim.plainHostname(hostname)) answer = await this.launcher.run(this.holderLaunchFile(net), hostname)
     else {
-      const file = join(this.dataDir, "sandboxes", `${id}.launch`)
+      const file = join(this.launchDir ?? join(this.dataDir, "sandboxes"), `${id}.launch`)
       writeFileSync(file, Shim.holderFile(this.tools, net, hostname), { mode: 0o600 })
       answer = await this.launcher.run(file)
       rmSync(file, { force: true })
     }
     const unshare = processId(Number(answer?.[0]))
-    const reported = answer?.[1] === undefined || answer[1] === "" ? undefined : processId(Number(answer[1]))
-    if (unshare !== undefined && reported !== undefined) return { unshare, pid: reported.pid, startTime: reported.startTime }
-    // Not reported (the launch file gave up waiting): look for it a while longer.
     for (let i = 0; i < 1000 && unshare !== undefined; i++) {
       const [pid] = Procfs.children(unshare.pid)
       const holder = processId(pid)
@@ -718,6 +768,7 @@ export class ProcessDriver {
     // A write still in flight would bring the record back after its removal.
     await this.writing.get(join(this.dataDir, "sandboxes", `${id}.json`))?.done
     rmSync(join(this.dataDir, "sandboxes", `${id}.json`), { force: true })
+    this.recordSizes.delete(join(this.dataDir, "sandboxes", `${id}.json`))
     this.sandboxes.delete(id)
   }
 
@@ -829,7 +880,7 @@ export class ProcessDriver {
     if (rec.cgroup) env.FLEET_SHIM_CGROUPS = this.cg.procsFiles(path).join(" ")
     const ctx: Shim.Context = { holderPid: sb.holder?.pid, net: sb.network !== undefined, user: spec.user }
     const chain = Shim.processChain(this.tools, ctx, spec.workingDir ?? "", [...spec.command, ...(spec.args ?? [])])
-    const file = join(dir, "launch")
+    const file = this.launchDir === undefined ? join(dir, "launch") : join(this.launchDir, `${rec.id}.launch`)
     await writeFile(file, Shim.launchFile(this.tools, dir, chain, env), { mode: 0o600 })
     // Recorded before the launch: a box that dies right here finds the shim through its pid file.
     rec.status = { state: "running", startedAt: now() }
@@ -980,6 +1031,7 @@ export class ProcessDriver {
     // A record write in flight would put a file back into the directory while it is removed.
     await this.writing.get(join(this.containerDir(id), "state.json"))?.done
     rmSync(this.containerDir(id), { recursive: true, force: true })
+    this.recordSizes.delete(join(this.containerDir(id), "state.json"))
   }
 
   async listContainers(filter?: Runtime.ContainerFilter): Promise<Array<Runtime.Container>> {

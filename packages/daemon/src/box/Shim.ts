@@ -3,8 +3,8 @@
  * They are passed inline (`sh -c SCRIPT`), never as files: a shell reads a script file as it
  * runs, so rewriting one under a running shim (a box upgrade) would corrupt it.
  *
- * Per container, one process outlives the box: the **shim** (`sh`, ~1.7 MB resident), a session leader
- * of its own, started through the Launcher from a launch file that sets the container's
+ * Per container, one process outlives the box: the **shim** (`sh`, ~1.7 MB resident), started
+ * through the Launcher (in the launcher's session) from a launch file that sets the container's
  * environment, so it is neither the box's child nor in its session. It
  *   1. makes the container's stdout/stderr FIFOs and holds them open read-write, so the
  *      workload never gets EPIPE while the box is away (output waits in the pipe; see README),
@@ -122,10 +122,9 @@ export const processChain = (tools: Tools, ctx: Context, workingDir: string, arg
 ]
 
 /**
- * The launch file of a container: run by the Launcher as `sh FILE TOKEN`, it sets the
+ * The launch file of a container: sourced by the Launcher with `$1` a token, it sets the
  * environment (the container's, for the process driver) and nothing else, and becomes the shim,
- * detached (`setsid`), which runs `chain`. Kubernetes reports a container that cannot start
- * with exit code 128.
+ * which runs `chain`. Kubernetes reports a container that cannot start with exit code 128.
  */
 export const launchFile = (
   tools: Tools,
@@ -139,34 +138,24 @@ export const launchFile = (
     if (shellName.test(k)) lines.push(`export ${k}=${quote(v)}`)
     else odd.push(quote(`${k}=${v}`))
   }
-  const shim = [tools.setsid, tools.sh, "-c", shimScript, "shim", dir].map(quote)
+  const shim = [tools.sh, "-c", shimScript, "shim", dir].map(quote)
   const envPrefix = odd.length === 0 ? "" : `${quote(tools.env)} ${odd.join(" ")} `
   lines.push(`exec ${envPrefix}${shim.join(" ")} "$1" ${quote(tools.mkfifo)} ${chain.map(quote).join(" ")}`)
   return `${lines.join("\n")}\n`
 }
 
 /**
- * The launch file of a pod holder, run as `sh FILE TOKEN HOSTNAME`: starts `setsid unshare ...`
- * (which forks the holder), waits for the holder to appear as unshare's child, and answers
- * "TOKEN <unshare pid> <holder pid>" (no holder pid if unshare died first). The wait spins on
- * /proc in the shell, a millisecond or two, so the box learns the holder with the answer instead
- * of polling for it. With `hostname`, the file names it itself (one not fit to pass as an
- * argument); without, it takes it as `$2` and one file serves every pod.
+ * The launch file of a pod holder, sourced by the Launcher with `$1` a token and `$2` the
+ * hostname: answers "TOKEN <pid>", then becomes `unshare ...`, which forks the holder. With
+ * `hostname`, the file names it itself (one not fit to pass as an argument), and one file serves
+ * every pod otherwise.
  */
 export const holderFile = (tools: Tools, net = false, hostname?: string): string => {
-  const argv = [tools.setsid, tools.unshare ?? "unshare", ...holderArgv(tools, "", net).slice(0, -1)].map(quote)
+  const argv = [tools.unshare ?? "unshare", ...holderArgv(tools, "", net).slice(0, -1)].map(quote)
   return [
-    `${argv.join(" ")} ${hostname === undefined ? '"$2"' : quote(hostname)} </dev/null >/dev/null 2>&1 &`,
-    "u=$!",
-    "h=",
-    "i=0",
-    'while [ -z "$h" ] && [ "$i" -lt 100000 ]; do',
-    "  i=$((i + 1))",
-    '  read -r h _ <"/proc/$u/task/$u/children" 2>/dev/null',
-    '  read -r _ _ st _ <"/proc/$u/stat" 2>/dev/null || break',
-    '  [ "$st" != Z ] || break',
-    "done",
-    'echo "$1 $u $h"',
+    "read -r self _ </proc/self/stat",
+    'echo "$1 $self"',
+    `exec ${argv.join(" ")} ${hostname === undefined ? '"$2"' : quote(hostname)} </dev/null >/dev/null 2>&1`,
     ""
   ].join("\n")
 }
