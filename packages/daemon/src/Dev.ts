@@ -100,8 +100,9 @@ const alongside = (config: Config) => (context: Server.Alongside) =>
       server: context.server,
       token: context.nodeToken(config.nodeName),
       // The agent talks to the API in-process: same checks (authentication as its node, RBAC,
-      // NodeRestriction), no TLS round trip to ourselves.
+      // NodeRestriction), no TLS round trip to ourselves, no WHATWG Request/Response per call.
       fetch: InProcess.fetch(context.handle, { client: `system:node:${config.nodeName}` }),
+      transport: InProcess.transport(context.handle, { client: `system:node:${config.nodeName}` }),
       boxSocket: box.socketPath,
       // The agent drives the embedded box directly: no kbox HTTP round trip per runtime call.
       runtime: box.runtime,

@@ -5,7 +5,7 @@
  * with the host adapters (network prober, filesystem volume writer, host-port allocator) until
  * its scope closes. Containers keep running when it stops; the next agent re-adopts them.
  *
- *   credentials ─▶ Client (HTTPS with the cluster CA, or a given fetch)
+ *   credentials ─▶ Client (HTTPS with the cluster CA, or a given fetch or in-process transport)
  *   box socket ─▶ KboxClient (or the box's runtime itself, in dev) ─▶ runtime info ─▶ HostFacts.detect (capacity − reserved)
  *     ─▶ Agent.make (+ NetProber, FsVolumeWriter, NetHostPortAllocator)
  */
@@ -36,6 +36,11 @@ export interface Options {
   readonly ca?: string
   /** A fetch to reach the API with instead (dev mode's in-process API). */
   readonly fetch?: typeof globalThis.fetch
+  /**
+   * The API handler in this process (dev mode): the agent's requests go to it without the WHATWG
+   * Requests, Responses and streams a fetch builds (`InProcess.transport`); a join still uses fetch.
+   */
+  readonly transport?: Client.Transport
   /** The box's Unix socket. */
   readonly boxSocket: string
   /**
@@ -116,7 +121,7 @@ export const run = (options: Options): Effect.Effect<Running, AgentStartError, S
     const nodeName = options.nodeName ?? HostFacts.defaultNodeName()
     const fetch = options.fetch ?? fetchTrusting(options.ca)
     const token = yield* credentials(options, fetch, nodeName)
-    const client = Client.make({ server: options.server, token, fetch })
+    const client = Client.make({ server: options.server, token, ...(options.transport === undefined ? { fetch } : { transport: options.transport }) })
     const runtime = options.runtime ?? (yield* KboxClient.make({ socketPath: options.boxSocket }))
     // The box may still be starting: give it a few seconds.
     const info = yield* runtime.info.pipe(
