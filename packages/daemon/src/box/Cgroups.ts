@@ -11,6 +11,7 @@
  */
 import { createHash } from "node:crypto"
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from "node:fs"
+import { mkdir } from "node:fs/promises"
 import { join } from "node:path"
 
 /** Which hierarchy is in use. */
@@ -38,8 +39,12 @@ export interface Sample {
 export interface Cgroups {
   readonly version: Version
   readonly limits: { readonly cpu: boolean; readonly memory: boolean; readonly pids: boolean }
-  /** Create a cgroup (and its parents) at `path` (`<sandbox>` or `<sandbox>/<container>`), with limits. */
-  readonly create: (path: string, limits: Limits | undefined) => void
+  /**
+   * Create a cgroup (and its parents) at `path` (`<sandbox>` or `<sandbox>/<container>`), with
+   * limits. Off the event loop: a cgroup's directories are made in the thread pool (making one
+   * takes the kernel's cgroup lock, and the memory controller's is not cheap).
+   */
+  readonly create: (path: string, limits: Limits | undefined) => Promise<void>
   /** The `cgroup.procs` files a process writes its pid into to join `path`. */
   readonly procsFiles: (path: string) => ReadonlyArray<string>
   /** The pids in `path` and below. */
@@ -62,7 +67,7 @@ export interface Cgroups {
 export const none: Cgroups = {
   version: "none",
   limits: { cpu: false, memory: false, pids: false },
-  create: () => undefined,
+  create: async () => undefined,
   procsFiles: () => [],
   pids: () => [],
   killAll: async () => undefined,
@@ -182,8 +187,8 @@ const v1 = (mounts: Map<string, string>, own: Map<string, string>, base: string)
   const self: Cgroups = {
     version: "v1",
     limits: { cpu: dirs.has("cpu"), memory: dirs.has("memory"), pids: dirs.has("pids") },
-    create: (path, limits) => {
-      for (const d of unique()) mkdirSync(join(d, path), { recursive: true })
+    create: async (path, limits) => {
+      await Promise.all(unique().map((d) => mkdir(join(d, path), { recursive: true })))
       const mem = dir("memory", path)
       if (mem !== undefined && limits?.memoryBytes !== undefined) {
         write(join(mem, "memory.limit_in_bytes"), String(Math.floor(limits.memoryBytes)))
@@ -299,13 +304,13 @@ const v2 = (mountPoint: string, own: string, base: string): Cgroups | undefined 
   return {
     version: "v2",
     limits: { cpu: wanted.includes("cpu"), memory: wanted.includes("memory"), pids: wanted.includes("pids") },
-    create: (path, limits) => {
+    create: async (path, limits) => {
       // Every level but the leaf passes the controllers down.
       const parts = path.split("/")
       let d = root
       for (const [i, part] of parts.entries()) {
         d = join(d, part)
-        mkdirSync(d, { recursive: true })
+        await mkdir(d, { recursive: true })
         if (i < parts.length - 1) enable(d)
       }
       if (limits?.memoryBytes !== undefined) {

@@ -214,7 +214,11 @@ const readText = (path: string): string | undefined => {
  * file exists (empty) a moment before, and a watcher can see it then.
  */
 const exitCodeIn = (dir: string): number | undefined => {
-  const m = /^(\d+)\n$/.exec(readText(join(dir, "exit")) ?? "")
+  const file = join(dir, "exit")
+  // Asked of every running container each second: an existence check is cheaper than the error of
+  // reading a file that is not there.
+  if (!existsSync(file)) return undefined
+  const m = /^(\d+)\n$/.exec(readText(file) ?? "")
   return m ? Number(m[1]) : undefined
 }
 
@@ -647,7 +651,7 @@ export class ProcessDriver {
     this.sandboxes.set(rec.id, rec)
     try {
       if (this.cg.version !== "none") {
-        this.cg.create(rec.id, spec.resources)
+        await this.cg.create(rec.id, spec.resources)
         this.podCgroups.add(rec.id)
       }
       if (this.isolated) rec.holder = await this.startHolder(rec.id, (spec.hostname ?? spec.name).slice(0, 63), podNetwork)
@@ -869,10 +873,10 @@ export class ProcessDriver {
       // The pod's cgroup again too when this box adopted the pod: a closing box may have
       // released it while it was empty.
       if (!this.podCgroups.has(sb.id)) {
-        this.cg.create(sb.id, sb.spec.resources)
+        await this.cg.create(sb.id, sb.spec.resources)
         this.podCgroups.add(sb.id)
       }
-      this.cg.create(path, spec.resources)
+      await this.cg.create(path, spec.resources)
       rec.cgroup = true
     }
     await this.bindMounts(sb, spec.mounts ?? [])
@@ -1040,7 +1044,8 @@ export class ProcessDriver {
     // container) made a node of N pods do O(N²) file reads while they started.
     // (The state is matched after the refresh: a container may have just exited.)
     const { state: _state, ...identity } = filter ?? {}
-    const asked = [...this.containers.values()].filter((c) => Runtime.matchesContainer(this.view(c.rec), identity))
+    // Matched on the records (a view may read /proc for the main process), viewed once matched.
+    const asked = [...this.containers.values()].filter((c) => Runtime.matchesContainer(c.rec, identity))
     await Promise.all(asked.map((c) => this.refresh(c)))
     return asked.map((c) => this.view(c.rec)).filter((c) => Runtime.matchesContainer(c, filter))
   }

@@ -722,7 +722,7 @@ export class RuncDriver {
     // Claimed before the first await, so a concurrent create for the same pod sees it.
     this.sandboxes.set(rec.id, rec)
     try {
-      if (this.cg.version !== "none") this.cg.create(rec.id, spec.resources)
+      if (this.cg.version !== "none") await this.cg.create(rec.id, spec.resources)
       rec.holder = await this.startHolder((spec.hostname ?? spec.name).slice(0, 63))
       writeJson(this.sandboxFile(rec.id), rec)
     } catch (e) {
@@ -870,7 +870,7 @@ export class RuncDriver {
     try {
       rec.rootfs = await this.prepareRootfs(rec)
       // The pod's cgroup again: a closing box may have released it while it was empty.
-      if (this.cg.version !== "none") this.cg.create(sb.id, sb.spec.resources)
+      if (this.cg.version !== "none") await this.cg.create(sb.id, sb.spec.resources)
       const config = Oci.config({
         spec,
         rootfs: join(dir, "bundle", "rootfs"),
