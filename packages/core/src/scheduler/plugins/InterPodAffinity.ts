@@ -369,8 +369,11 @@ const make = (hardPodAffinityWeight: number, ignorePreferredOfExisting: boolean,
     preFilter: (state, pod, snapshot) => {
       // PreScore has no snapshot parameter; it reads the cycle's from here.
       state.write(snapshotKey, snapshot)
-      const c = counting(snapshot, snapshot.nodes)
       const terms = termsOf(pod)
+      // Without terms of its own and with no pod anywhere having any, nothing can match: skip
+      // without bringing the shared counts up to this snapshot (they catch up when next needed).
+      if (terms.requiredAffinity.length === 0 && terms.requiredAnti.length === 0 && snapshot.withAffinityPods.length === 0) return { status: skip }
+      const c = counting(snapshot, snapshot.nodes)
       const nsLabels = nsLabelsOf(pod.namespace)
       const existingAnti: Array<Aggregate> = []
       for (const agg of c.existing.aggregates.values()) {
@@ -430,7 +433,9 @@ const make = (hardPodAffinityWeight: number, ignorePreferredOfExisting: boolean,
       const terms = termsOf(pod)
       const hasPreferred = terms.preferredAffinity.length + terms.preferredAnti.length > 0
       if (ignorePreferredOfExisting && !hasPreferred) return skip
-      const c = counting(state.read<Snapshot>(snapshotKey), nodes)
+      const snapshot = state.read<Snapshot>(snapshotKey)
+      if (!hasPreferred && snapshot !== undefined && snapshot.withAffinityPods.length === 0) return skip
+      const c = counting(snapshot, nodes)
       const parts: Array<ScorePart> = []
       // Only terms some pod matches score (upstream skips when none does).
       const add = (key: string, counts: { readonly byValue: ReadonlyMap<string, number>; readonly total: number }, multiplier: number) => {

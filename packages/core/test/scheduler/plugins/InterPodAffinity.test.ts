@@ -3,7 +3,7 @@ import { CycleState } from "../../../src/scheduler/Framework.js"
 import * as InterPodAffinity from "../../../src/scheduler/plugins/InterPodAffinity.js"
 import * as Snapshot from "../../../src/scheduler/Snapshot.js"
 import type { NodeInfo, PodInfo } from "../../../src/scheduler/Snapshot.js"
-import { build, filterNodes, hostname, node, pod, pods, random, scoreNodes, verdict, zone, zoned } from "./crossFixtures.js"
+import { build, filterAll, filterNodes, hostname, node, pod, pods, random, scoreNodes, verdict, zone, zoned } from "./crossFixtures.js"
 
 type Json = Record<string, unknown>
 type Labels = Record<string, string>
@@ -395,5 +395,29 @@ describe("InterPodAffinity incremental counting", () => {
         expect(scoreNodes(live, p, nodes), `step ${step}`).toEqual(scoreNodes(plugin({ hardPodAffinityWeight: 3 }), p, nodes))
       }
     }
+  })
+})
+
+describe("InterPodAffinity on a cache's snapshots", () => {
+  it("skips pods without terms while no pod has any, and counts right once one does", () => {
+    const cache = Snapshot.Cache.make()
+    for (const name of ["n1", "n2", "n3"]) cache.addNode({ metadata: { name, labels: { [hostname]: name } }, status: { allocatable: { cpu: "4", pods: "110" } } })
+    const bind = (p: PodInfo, nodeName: string) => cache.addPod({ ...p.pod, spec: { ...(p.pod["spec"] as Json), nodeName } })
+    const live = plugin()
+    const plain = pod({ labels: web })
+    // Snapshots go by with plain pods only: the plugin has nothing to do for a pod without terms.
+    for (const [i, n] of ["n1", "n2", "n1"].entries()) {
+      expect(filterAll(live, plain, cache.snapshot()).preFilter, `snapshot ${i}`).toBe("Skip: ")
+      bind(pod({ labels: web }), n)
+    }
+    // A pod that keeps web pods off its node arrives; a web pod without terms must now avoid n2.
+    bind(withTerms(db, { anti: [term(web, hostname)] }), "n2")
+    const snapshot = cache.snapshot()
+    const seen = filterAll(live, plain, snapshot)
+    expect(seen.verdicts).toEqual({ n1: ok, n2: existingFails, n3: ok })
+    expect(seen.verdicts).toEqual(filterAll(plugin(), plain, snapshot).verdicts)
+    // A pod with terms of its own is counted against every pod placed while the plugin skipped.
+    const spread = withTerms(web, { anti: [term(web, hostname)] })
+    expect(filterAll(live, spread, snapshot).verdicts).toEqual({ n1: antiFails, n2: antiFails, n3: ok })
   })
 })
