@@ -54,7 +54,7 @@ const program = Effect.gen(function* () {
   })
 
   // The program's controllers talk to the API in memory; their writes still pass the whole pipeline.
-  const client = Client.make({ server: "http://loopback", token: controllerToken, fetch: InProcess.fetch(api.handle, { client: "controllers" }) })
+  const client = Client.make({ server: "http://loopback", token: controllerToken, transport: InProcess.transport(api.handle, { client: "controllers" }) })
   yield* ensure(client, { apiVersion: "v1", kind: "Namespace", metadata: { name: "default" } })
   yield* ensure(client, Website.crd)
   if (process.env["EMBED_VIEWER_TOKEN"]) {
