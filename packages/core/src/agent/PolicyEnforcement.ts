@@ -85,6 +85,9 @@ export const make = (options: Options): Effect.Effect<PolicyEnforcement, never, 
 
     const policies = yield* Informer.make(client, NetworkPolicyRef)
     policies.subscribe(trigger)
+    // Known once, so a start does not race the informer against a timer every time.
+    let policiesSynced = false
+    yield* Effect.forkIn(Effect.andThen(policies.synced, () => void (policiesSynced = true)), scope)
 
     let peers: { readonly pods: Informer.Informer; readonly namespaces: Informer.Informer } | undefined
     const ensurePeers = Effect.gen(function* () {
@@ -133,9 +136,11 @@ export const make = (options: Options): Effect.Effect<PolicyEnforcement, never, 
     const beforeStart = (pod: Pod.Pod, containerId: string): Effect.Effect<StartVerdict> =>
       lock.withPermits(1)(
         Effect.gen(function* () {
-          const synced = yield* Effect.raceFirst(Effect.as(policies.synced, true), Effect.as(Effect.sleep(Duration.seconds(10)), false))
+          const synced = policiesSynced || (yield* Effect.raceFirst(Effect.as(policies.synced, true), Effect.as(Effect.sleep(Duration.seconds(10)), false)))
           // Which policies select the pod is unknown: strict fails closed, otherwise it runs.
           if (!synced) return strict ? { run: false as const, reason: PolicySync.NotEnforcedReason, message: "NetworkPolicies could not be read from the API yet" } : { run: true as const }
+          // No policy at all and none applied to the pod (most clusters, every start): nothing selects it.
+          if (policies.list().length === 0 && !applied.has(uidOf(pod))) return { run: true as const }
           if (policies.list().length > 0 || applied.size > 0) yield* ensurePeers
           const desired = PolicySync.desired(cluster(), pod)
           // Nothing selects it and nothing was put there: no call (and none to a runtime that cannot).

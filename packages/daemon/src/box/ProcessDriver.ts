@@ -854,8 +854,6 @@ export class ProcessDriver {
       throw invalid(`container ${id} is ${c.starting ? "starting" : c.rec.status.state}; a container runs once`)
     c.starting = this.launch(c).finally(() => (c.starting = undefined))
     await c.starting
-    // Isolated, the main process is nsenter's child, a moment behind: report it with the start.
-    if (c.rec.isolated === true) await this.mainOf(c.rec, 500)
     await this.refresh(c)
     return this.view(c.rec)
   }
@@ -915,6 +913,9 @@ export class ProcessDriver {
     for (;;) {
       const main = this.findMain(rec)
       if (main !== undefined || Date.now() >= end) return main
+      // Nothing will appear: the container is not running, or its launcher is gone.
+      const launcher = rec.launcher
+      if (rec.status.state !== "running" || launcher === undefined || !Procfs.isAlive(launcher.pid, launcher.startTime)) return undefined
       await sleep(2)
     }
   }
@@ -1053,6 +1054,10 @@ export class ProcessDriver {
   async inspectContainer(id: string): Promise<Runtime.Container> {
     const c = this.live(id)
     await this.refresh(c)
+    // Isolated, the main process is nsenter's child, a moment behind a start: an inspection
+    // (the kbox API answers a start with one) waits for it. A start itself does not: polling
+    // /proc for it made every start of a burst slower, and the agent never asks for the pid.
+    if (c.rec.isolated === true && c.starting === undefined) await this.mainOf(c.rec, 500)
     return this.view(c.rec)
   }
 
