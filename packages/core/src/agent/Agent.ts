@@ -180,13 +180,17 @@ const withOwnConditions = (pod: Pod.Pod, written: Pod.PodStatus | undefined): Po
   return { ...pod, status: { ...pod.status, conditions: [...others, ...own] } }
 }
 
-// Whether two versions of a pod differ only in status and resourceVersion.
+// Whether two versions of a pod differ only in status and resourceVersion. Asked of every status
+// write the agent makes: the plain encoding answers when the API kept the keys' order (it does),
+// the key-sorted one only when that differs.
 const sameButStatus = (a: JsonObject, b: JsonObject): boolean => {
   const strip = (o: JsonObject) => {
     const { resourceVersion: _rv, managedFields: _mf, ...meta } = Pods.meta(o)
-    return Pods.stableJson({ metadata: meta, spec: o["spec"] })
+    return { metadata: meta, spec: o["spec"] }
   }
-  return strip(a) === strip(b)
+  const sa = strip(a)
+  const sb = strip(b)
+  return JSON.stringify(sa) === JSON.stringify(sb) || Pods.stableJson(sa) === Pods.stableJson(sb)
 }
 
 /** Start an agent in the current scope: it registers the node and runs until the scope closes. */

@@ -15,6 +15,18 @@ export type Verdict = { readonly admit: true } | { readonly admit: false; readon
 
 const admitted: Verdict = { admit: true }
 
+// A node admits each new pod against all it runs: the requests of a pod object are computed once
+// (a burst of N pods would otherwise parse every running pod's quantities N times over).
+const requestsCache = new WeakMap<JsonObject, Snapshot.PodInfo["requests"]>()
+const requestsOf = (pod: JsonObject): Snapshot.PodInfo["requests"] => {
+  let r = requestsCache.get(pod)
+  if (r === undefined) {
+    r = Snapshot.podInfo(pod).requests
+    requestsCache.set(pod, r)
+  }
+  return r
+}
+
 const refuse = (resource: string, requested: number, used: number, capacity: number): Verdict => ({
   admit: false,
   reason: `OutOf${resource}`,
@@ -27,9 +39,9 @@ const refuse = (resource: string, requested: number, used: number, capacity: num
  */
 export const decide = (pod: JsonObject, allocatable: unknown, running: ReadonlyArray<JsonObject>): Verdict => {
   const capacity = Snapshot.resources.fromList(allocatable)
-  const want = Snapshot.podInfo(pod).requests
+  const want = requestsOf(pod)
   let used = Snapshot.resources.zero
-  for (const p of running) used = Snapshot.resources.add(used, Snapshot.podInfo(p).requests)
+  for (const p of running) used = Snapshot.resources.add(used, requestsOf(p))
   const pods = running.length
   if (capacity.pods > 0 && pods + 1 > capacity.pods) return refuse("pods", 1, pods, capacity.pods)
   if (want.milliCpu > 0 && used.milliCpu + want.milliCpu > capacity.milliCpu) return refuse("cpu", want.milliCpu, used.milliCpu, capacity.milliCpu)
