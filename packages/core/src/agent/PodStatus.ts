@@ -262,5 +262,22 @@ export const compute = (input: Input): Pod.PodStatus => {
   }
 }
 
-/** Whether two statuses say the same (key order and absent fields aside). */
-export const same = (a: unknown, b: unknown): boolean => Pods.stableJson(a ?? {}) === Pods.stableJson(b ?? {})
+/** JSON values equal, key order and undefined fields aside (what their stable encodings compare). */
+const equal = (a: unknown, b: unknown): boolean => {
+  if (a === b) return true
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false
+    return a.every((x, i) => equal(x, b[i]))
+  }
+  const ao = a as Record<string, unknown>
+  const bo = b as Record<string, unknown>
+  const keys = Object.keys(ao).filter((k) => ao[k] !== undefined)
+  return keys.length === Object.keys(bo).filter((k) => bo[k] !== undefined).length && keys.every((k) => equal(ao[k], bo[k]))
+}
+
+/**
+ * Whether two statuses say the same (key order and absent fields aside). Compared in place: asked
+ * twice for every status the agent computes, and building two key-sorted encodings cost more.
+ */
+export const same = (a: unknown, b: unknown): boolean => equal(a ?? {}, b ?? {})
