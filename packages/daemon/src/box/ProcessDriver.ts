@@ -42,6 +42,7 @@ import * as NetworkPolicyEnforcer from "./NetworkPolicyEnforcer.js"
 import { PodNetwork } from "./PodNetwork.js"
 import * as PodNetworks from "./PodNetwork.js"
 import * as ContainerLogs from "./ContainerLogs.js"
+import { FifoPool } from "./FifoPool.js"
 import { Launcher } from "./Launcher.js"
 import * as Procfs from "./Procfs.js"
 import * as Shim from "./Shim.js"
@@ -276,6 +277,8 @@ export class ProcessDriver {
    * removing a file there costs little), else the container's own directory.
    */
   private readonly launchDir: string | undefined = privateShmDir()
+  /** FIFOs made ahead for containers' output (set once the data dir is locked). */
+  private fifos: FifoPool | undefined
   /** Launch files this box has made sure exist. */
   private readonly launchFiles = new Set<string>()
   /** Pod networks (isolated, with iproute2): the bridge and veths, and the persisted IPAM. */
@@ -324,6 +327,7 @@ export class ProcessDriver {
   static open(options: Options): ProcessDriver {
     const d = new ProcessDriver(options)
     d.lock()
+    d.fifos = new FifoPool(join(options.dataDir, "fifos"), d.tools.mkfifo, d.launcher, d.launchDir ?? options.dataDir)
     d.load()
     // Addresses of sandboxes this box no longer has (it died between the two) are free again.
     if (d.podNet !== undefined) d.ipam = IpamStore.open(options.dataDir, new Set(d.sandboxes.keys()))
@@ -883,6 +887,7 @@ export class ProcessDriver {
     const ctx: Shim.Context = { holderPid: sb.holder?.pid, net: sb.network !== undefined, user: spec.user }
     const chain = Shim.processChain(this.tools, ctx, spec.workingDir ?? "", [...spec.command, ...(spec.args ?? [])])
     const file = this.launchDir === undefined ? join(dir, "launch") : join(this.launchDir, `${rec.id}.launch`)
+    this.fifos?.take(dir)
     await writeFile(file, Shim.launchFile(this.tools, dir, chain, env), { mode: 0o600 })
     // Recorded before the launch: a box that dies right here finds the shim through its pid file.
     rec.status = { state: "running", startedAt: now() }

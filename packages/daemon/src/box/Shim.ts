@@ -6,7 +6,8 @@
  * Per container, one process outlives the box: the **shim** (`sh`, ~1.7 MB resident), started
  * through the Launcher (in the launcher's session) from a launch file that sets the container's
  * environment, so it is neither the box's child nor in its session. It
- *   1. makes the container's stdout/stderr FIFOs and holds them open read-write, so the
+ *   1. makes the container's stdout/stderr FIFOs (unless the box moved two there from its
+ *      FifoPool) and holds them open read-write, so the
  *      workload never gets EPIPE while the box is away (output waits in the pipe; see README),
  *   2. starts the workload in a subshell that first joins the container's cgroups (so nothing
  *      the workload forks escapes accounting or the memory limit), then execs the launch chain:
@@ -28,7 +29,7 @@ import { quote } from "./Launcher.js"
  * plus FLEET_SHIM_CGROUPS. Tools are absolute paths: the container's PATH may not have them.
  */
 export const shimScript = `d=$1; token=$2; mk=$3; shift 3
-"$mk" "$d/stdout.fifo" "$d/stderr.fifo" || exit 120
+[ -p "$d/stdout.fifo" ] && [ -p "$d/stderr.fifo" ] || "$mk" "$d/stdout.fifo" "$d/stderr.fifo" || exit 120
 exec 3<>"$d/stdout.fifo" 4<>"$d/stderr.fifo" 5>"$d/start-error"
 (
   read -r self _ </proc/self/stat
