@@ -10,7 +10,8 @@
 //                                         fill every node, then each of N/2 high-priority pods evicts 3
 // `params` carry per-pod latency (e2e: scheduler start → bound, as scheduler_pod_scheduling_sli
 // counts a pod queued before the scheduler ran; attempt: the last cycle's start → bound), peak RSS
-// (target < 1.5 GiB), CPU use, scheduler counters and store commits.
+// (target < 1.5 GiB, with the heap growth cap koder-fleet applies: FLEET_HEAP_GROWTH_PERCENT), CPU
+// use, scheduler counters (`batched`: pods placed from an earlier cycle's scores) and store commits.
 //
 // Each case runs in a child process of its own, so its peak RSS is its own. Knobs:
 //   FLEET_BENCH_NODES (5000)  FLEET_BENCH_PODS (50000, basic)  FLEET_BENCH_SPREAD_PODS (PODS / 5)
@@ -28,6 +29,7 @@ import { Session } from "node:inspector/promises"
 import { loadavg } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import * as HeapGrowth from "../src/observability/HeapGrowth.js"
 import * as BenchCluster from "./SchedulerBenchCluster.js"
 
 type JsonObject = Client.JsonObject
@@ -417,6 +419,8 @@ const caseName = process.env["FLEET_BENCH_CASE"]
 if (caseName !== undefined) {
   // A child: run one case. A signal exits normally, so exit hooks remove the store's directory.
   for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => process.exit(130))
+  // The heap growth cap `koder-fleet` runs with (FLEET_HEAP_GROWTH_PERCENT; peak RSS depends on it).
+  HeapGrowth.limit()
   const c = cases.find((x) => x.name === caseName)
   if (c === undefined) fail(new Error(`FLEET_BENCH_CASE: unknown case ${caseName}`))
   else await Effect.runPromise(runCase(c)).catch(fail)
