@@ -192,10 +192,15 @@ export const make = (config: Config) => {
       return { items, resourceVersion }
     })
 
-  /** Watch lines (bytes) into events; an ERROR event ends the stream as an `ApiError`. */
+  /**
+   * Watch lines (bytes) into events; an ERROR event ends the stream as an `ApiError`, after the
+   * events before it. Chunk by chunk, without an effect per event: an informer's watch carries
+   * every change of its resource.
+   */
   const decodeEvents = <E>(bytes: Stream.Stream<Uint8Array, E>) => {
     const decoder = new TextDecoder()
     let buffer = ""
+    let error: Status.Status | undefined
     return bytes.pipe(
       Stream.mapConcat((chunk) => {
         buffer += decoder.decode(chunk, { stream: true })
@@ -203,7 +208,13 @@ export const make = (config: Config) => {
         buffer = lines.pop()!
         return lines.filter((l) => l.trim() !== "").map((l) => JSON.parse(l) as { type: string; object: JsonObject })
       }),
-      Stream.mapEffect((e) => (e.type === "ERROR" ? Effect.fail(ApiError.of(e.object as unknown as Status.Status)) : Effect.succeed(e)))
+      Stream.takeUntil((e) => e.type === "ERROR"),
+      Stream.filter((e) => {
+        if (e.type !== "ERROR") return true
+        error = e.object as unknown as Status.Status
+        return false
+      }),
+      Stream.concat(Stream.suspend(() => (error === undefined ? Stream.empty : Stream.fail(ApiError.of(error)))))
     )
   }
 

@@ -164,7 +164,12 @@ export const make = (
         }
       })
       .pipe(
-        Stream.runForEach((e) => Effect.sync(() => apply(e.type, e.object))),
+        // A chunk at a time: one effect per event would cost more than applying it.
+        Stream.runForEachChunk((events) =>
+          Effect.sync(() => {
+            for (const e of events) apply(e.type, e.object)
+          })
+        ),
         // The client's watch recovers from everything but a hard failure; keep trying, gently.
         Effect.catchAllCause(() => Effect.sleep(500)),
         Effect.forever,

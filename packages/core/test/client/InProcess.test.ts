@@ -74,4 +74,21 @@ describe.each(["fetch", "transport"] as const)("Client in process over %s", (rou
     const stale = await failure(Stream.runDrain(client.watchOnce(ConfigMapRef, { namespace: "w", resourceVersion: "not-a-version" })))
     expect(stale.status.code).toBeGreaterThanOrEqual(400)
   })
+
+  it("ends a watch with the ERROR event's Status, after the events before it", async () => {
+    // A handler that streams what a watch cache sends a watcher that fell behind: events, then a 410.
+    const lines = [
+      { type: "ADDED", object: { kind: "ConfigMap", metadata: { name: "a", resourceVersion: "5" } } },
+      { type: "MODIFIED", object: { kind: "ConfigMap", metadata: { name: "a", resourceVersion: "6" } } },
+      { type: "ERROR", object: { kind: "Status", apiVersion: "v1", status: "Failure", code: 410, reason: "Expired", message: "too old resource version" } }
+    ]
+    const bytes = new TextEncoder().encode(lines.map((l) => JSON.stringify(l)).join("\n") + "\n")
+    const handle: InProcess.Handle = () => Effect.succeed({ _tag: "Stream", status: 200, headers: { "content-type": "application/json" }, body: Stream.make(bytes.slice(0, 40), bytes.slice(40)) })
+    const client = Client.make({ server: "http://fleet.test", ...(route === "fetch" ? { fetch: InProcess.fetch(handle) } : { transport: InProcess.transport(handle) }) })
+    const seen: Array<string> = []
+    const error = await failure(Stream.runForEach(client.watchOnce(ConfigMapRef, { namespace: "w" }), (e) => Effect.sync(() => void seen.push(e.type))))
+    expect(seen).toEqual(["ADDED", "MODIFIED"])
+    expect(error.status.code).toBe(410)
+    expect(error.status.message).toBe("too old resource version")
+  })
 })
