@@ -497,6 +497,54 @@ const zoneRoundRobin = (items: ReadonlyArray<NodeItem>): Array<NodeItem> => {
   return out
 }
 
+/** A change to a built node list: position, and the NodeInfo now there. */
+type Change = readonly [number, NodeInfo]
+
+/**
+ * A cache's snapshot. Its node list is built on first read, from the last list the cache built and
+ * the changes logged since: a cycle that only looks nodes up by name (a batched one) copies no
+ * list of thousands of nodes. Lookups in the cache's newest snapshot read the cache's NodeInfos,
+ * which are this snapshot's until the next one is made; an older snapshot builds its list first.
+ */
+class CacheSnapshot implements Snapshot {
+  private built: ReadonlyArray<NodeInfo> | undefined
+  constructor(
+    private readonly cache: CacheImpl,
+    private readonly base: ReadonlyArray<NodeInfo>,
+    private readonly log: ReadonlyArray<Change>,
+    private readonly logLength: number,
+    private readonly index: ReadonlyMap<string, number>,
+    readonly withAffinityPods: ReadonlyArray<NodeInfo>,
+    readonly delta: Delta
+  ) {
+    if (logLength === 0) this.built = base
+  }
+
+  get nodes(): ReadonlyArray<NodeInfo> {
+    if (this.built === undefined) {
+      const nodes = this.base.slice()
+      for (let k = 0; k < this.logLength; k++) {
+        const [i, info] = this.log[k]!
+        nodes[i] = info
+      }
+      this.built = nodes
+      this.cache.adopt(this, nodes)
+    }
+    return this.built
+  }
+
+  readonly get = (name: string): NodeInfo | undefined => {
+    const i = this.index.get(name)
+    if (i === undefined) return undefined
+    if (this.built === undefined && this.cache.isNewest(this)) {
+      // Undefined when the node left the cache since (its entry is gone): the list still has it.
+      const info = this.cache.infoOf(name)
+      if (info !== undefined) return info
+    }
+    return this.nodes[i]
+  }
+}
+
 class CacheImpl implements Cache {
   private readonly items = new Map<string, NodeItem>()
   private readonly podStates = new Map<string, PodState>()
@@ -507,6 +555,9 @@ class CacheImpl implements Cache {
   private last: Snapshot | undefined = undefined
   private order: Array<NodeItem> = []
   private index: ReadonlyMap<string, number> = new Map()
+  /** The last node list built, and the changes to it since, oldest first (a new array per list). */
+  private base: ReadonlyArray<NodeInfo> = []
+  private log: Array<Change> = []
   private made = 0
   private maxGeneration = 0
 
@@ -573,25 +624,25 @@ class CacheImpl implements Cache {
       if (item.generation > maxGeneration) maxGeneration = item.generation
     }
     this.maxGeneration = maxGeneration
-    let nodes: Array<NodeInfo>
     let index = this.index
     if (this.listChanged || last === undefined) {
       const present: Array<NodeItem> = []
       for (const item of this.items.values()) if (item.base !== undefined) present.push(item)
       this.order = zoneRoundRobin(present)
       const fresh = new Map<string, number>()
-      nodes = new Array<NodeInfo>(this.order.length)
+      const nodes = new Array<NodeInfo>(this.order.length)
       this.order.forEach((item, i) => {
         fresh.set(item.name, i)
         nodes[i] = item.info!
       })
       // A new map rather than an update: older snapshots keep reading their own.
       index = this.index = fresh
+      this.base = nodes
+      this.log = []
     } else {
-      nodes = last.nodes.slice()
       for (const item of this.dirty) {
         const i = index.get(item.name)
-        if (i !== undefined && item.info !== undefined) nodes[i] = item.info
+        if (i !== undefined && item.info !== undefined) this.log.push([i, item.info])
       }
     }
     let withAffinity = last?.withAffinityPods ?? []
@@ -606,8 +657,33 @@ class CacheImpl implements Cache {
     this.dirty.clear()
     this.listChanged = false
     const id = ++this.made
-    this.last = snapshotOf(nodes, index, withAffinity, { id, previous: last === undefined ? -1 : id - 1, names, maxGeneration })
-    return this.last
+    const snapshot = new CacheSnapshot(this, this.base, this.log, this.log.length, index, withAffinity, {
+      id,
+      previous: last === undefined ? -1 : id - 1,
+      names,
+      maxGeneration
+    })
+    this.last = snapshot
+    // A log as long as half the list costs more to keep than a copy of the list.
+    if (this.log.length > this.base.length / 2) void snapshot.nodes
+    return snapshot
+  }
+
+  /** A snapshot built its list: if it is the newest, later snapshots start from that list. */
+  adopt(snapshot: Snapshot, nodes: ReadonlyArray<NodeInfo>): void {
+    if (snapshot !== this.last) return
+    this.base = nodes
+    this.log = []
+  }
+
+  /** Whether `snapshot` is the newest (the cache's NodeInfos are its own). */
+  isNewest(snapshot: Snapshot): boolean {
+    return snapshot === this.last
+  }
+
+  /** A node's NodeInfo as of the newest snapshot. */
+  infoOf(name: string): NodeInfo | undefined {
+    return this.items.get(name)?.info
   }
 
   private item(name: string): NodeItem {

@@ -355,4 +355,38 @@ describe("Snapshot.Cache", () => {
     expect(second.get("n4")).toBeDefined()
     expect(third.get("n5")).toBe(first.get("n5"))
   })
+
+  it("serves lookups by name without building the list, and every snapshot keeps its own view", () => {
+    const cache = Snapshot.Cache.make()
+    for (let i = 0; i < 10; i++) cache.addNode(node(`n${i}`))
+    const s1 = cache.snapshot()
+    expect(s1.nodes).toHaveLength(10)
+    cache.assume(Snapshot.podInfo(pod("a")), "n1")
+    const s2 = cache.snapshot()
+    expect(s2.get("n1")!.pods).toHaveLength(1)
+    cache.assume(Snapshot.podInfo(pod("b")), "n2")
+    const s3 = cache.snapshot()
+    expect(s3.get("n2")!.pods).toHaveLength(1)
+    // Older snapshots, built or not, answer as of their own time.
+    expect(s1.get("n1")!.pods).toHaveLength(0)
+    expect(s2.get("n2")!.pods).toHaveLength(0)
+    expect(s2.get("n1")!.pods).toHaveLength(1)
+    // A node leaving is seen by the next snapshot only.
+    cache.removeNode(node("n3"))
+    expect(s3.get("n3")).toBeDefined()
+    const s4 = cache.snapshot()
+    expect(s4.get("n3")).toBeUndefined()
+    expect(s4.nodes).toHaveLength(9)
+    expect(s3.nodes).toHaveLength(10)
+    // Many snapshots nobody lists: each still lists (and finds) what it saw.
+    const seen: Array<Snapshot.Snapshot> = []
+    for (let i = 0; i < 30; i++) {
+      cache.assume(Snapshot.podInfo(pod(`c${i}`)), `n${i % 3 === 0 ? 4 : 5}`)
+      seen.push(cache.snapshot())
+    }
+    expect(seen[29]!.get("n4")!.pods.length + seen[29]!.get("n5")!.pods.length).toBe(30)
+    expect(seen[0]!.get("n4")!.pods).toHaveLength(1)
+    expect(seen[0]!.nodes.find((n) => n.name === "n5")!.pods).toHaveLength(0)
+    expect(seen[29]!.nodes.find((n) => n.name === "n5")!.pods).toHaveLength(20)
+  })
 })
