@@ -22,8 +22,19 @@ export const Labels = {
   hostPorts: "fleet.koder.dev/host-ports"
 } as const
 
+// Asked for each container at every sync of its pod and again for its labels: one computation
+// per container object (a new version of the pod brings new objects).
+const hashes = new WeakMap<Pod.Container, string>()
+
 /** A stable hash of a container's spec (FNV-32a of its canonical JSON, hex). */
-export const hashOf = (container: Pod.Container): string => Pods.fnv32a(Pods.stableJson(container)).toString(16)
+export const hashOf = (container: Pod.Container): string => {
+  let hash = hashes.get(container)
+  if (hash === undefined) {
+    hash = Pods.fnv32a(Pods.stableJson(container)).toString(16)
+    hashes.set(container, hash)
+  }
+  return hash
+}
 
 /** The labels of the pod's sandbox. */
 export const sandboxLabels = (pod: Pod.Pod): Record<string, string> => ({
