@@ -125,7 +125,10 @@ export interface Agent {
     container: string | undefined,
     previous: boolean
   ) => Effect.Effect<Runtime.Container | undefined, Runtime.Unavailable>
-  /** Stop every container of every pod gracefully (dev mode's Ctrl-C); pods stay in the API. */
+  /**
+   * Stop every container of every pod gracefully (dev mode's Ctrl-C); pods stay in the API. The
+   * sandboxes of pods already deleted from the API are removed too.
+   */
   readonly stopAll: Effect.Effect<void>
   readonly metrics: () => Metrics
 }
@@ -979,9 +982,11 @@ export const make = (
 
     // Workers start once the API's pods and the runtime's containers are known, so that no
     // running container is mistaken for an orphan.
+    let podsKnown = false
     yield* Effect.forkIn(
       Effect.gen(function* () {
         yield* informer.synced
+        podsKnown = true
         // Sandboxes left without containers (a pod deleted while the agent was down) are cleaned up too.
         for (const sb of yield* Effect.orElseSucceed(runtime.sandboxes.list(), () => [])) queue.add(sb.spec.podUid)
         yield* relist
@@ -1015,6 +1020,20 @@ export const make = (
           const grace = Math.max(PodSync.minimumGracePeriodSeconds, pod?.spec.terminationGracePeriodSeconds ?? PodSync.defaultGracePeriodSeconds)
           return Effect.ignore(runtime.containers.stop(c.id, { gracePeriodMs: grace * 1000 }))
         },
+        { concurrency: "unbounded", discard: true }
+      )
+      // Pods deleted from the API whose cleanup had not run yet: no later agent would know to
+      // remove their sandboxes (a pod's namespaces holder outlives the agent), so it happens now.
+      // Only once the pods are known: before that, every sandbox would look like a deleted pod's.
+      if (!podsKnown) return
+      const sandboxes = yield* Effect.orElseSucceed(runtime.sandboxes.list(), () => [])
+      yield* Effect.forEach(
+        sandboxes.filter((s) => !podsByUid.has(s.spec.podUid)),
+        (s) =>
+          Effect.zipRight(
+            Effect.ignore(runtime.sandboxes.remove(s.id)),
+            writer.removePod(VolumePlan.podDir(options.dataDir, s.spec.podUid)).pipe(Effect.ignore)
+          ),
         { concurrency: "unbounded", discard: true }
       )
     })

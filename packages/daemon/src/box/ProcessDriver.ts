@@ -22,7 +22,7 @@ import {
   createReadStream,
   existsSync,
   mkdirSync,
-  mkdtempSync,
+  lstatSync,
   readFileSync,
   readdirSync,
   renameSync,
@@ -128,10 +128,24 @@ const notFound = (kind: Runtime.ObjectKind, id: string) =>
   new Runtime.NotFound({ kind, id, message: `${kind} ${id} not found` })
 const invalid = (message: string) => new Runtime.Invalid({ message })
 
-/** A new directory only this process's user can enter, in /dev/shm when it is there. */
-const privateShmDir = (): string | undefined => {
+/**
+ * The launch directory of the box serving `dataDir`, in /dev/shm when it is there: one per data
+ * dir (a box that dies without closing leaves no new directory each time), emptied of what a
+ * previous box left, and used only when it is a real directory of this user that nobody else
+ * can enter (/dev/shm is everyone's: a name taken by another user is not ours).
+ */
+const privateShmDir = (dataDir: string): string | undefined => {
+  const dir = join("/dev/shm", `kbox-launch-${process.getuid?.() ?? 0}-${createHash("sha256").update(dataDir).digest("hex").slice(0, 12)}`)
   try {
-    return mkdtempSync(join("/dev/shm", "kbox-launch-"))
+    mkdirSync(dir, { mode: 0o700 })
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "EEXIST") return undefined
+  }
+  try {
+    const st = lstatSync(dir)
+    if (!st.isDirectory() || st.uid !== (process.getuid?.() ?? st.uid) || (st.mode & 0o077) !== 0) return undefined
+    for (const name of readdirSync(dir)) rmSync(join(dir, name), { force: true })
+    return dir
   } catch {
     return undefined
   }
@@ -276,7 +290,7 @@ export class ProcessDriver {
    * a private directory in /dev/shm (memory: the secrets never reach a disk, and creating and
    * removing a file there costs little), else the container's own directory.
    */
-  private readonly launchDir: string | undefined = privateShmDir()
+  private launchDir: string | undefined
   /** FIFOs made ahead for containers' output (set once the data dir is locked). */
   private fifos: FifoPool | undefined
   /** Launch files this box has made sure exist. */
@@ -327,6 +341,7 @@ export class ProcessDriver {
   static open(options: Options): ProcessDriver {
     const d = new ProcessDriver(options)
     d.lock()
+    d.launchDir = privateShmDir(options.dataDir)
     d.fifos = new FifoPool(join(options.dataDir, "fifos"), d.tools.mkfifo, d.launcher, d.launchDir ?? options.dataDir)
     d.load()
     // Addresses of sandboxes this box no longer has (it died between the two) are free again.
