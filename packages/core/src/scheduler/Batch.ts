@@ -8,26 +8,32 @@
  *
  *   full cycle ─▶ scored sample, best first ──▶ next pod, same signature:
  *                                                PreFilter, PreScore (cheap, per pod)
- *                                                top node unchanged? ─ yes ─▶ take it
- *                                                  └ no ─▶ Filter + Score it again, re-sort, repeat
+ *                                                best node changed? ─ yes ─▶ node-local Filter + Score again, re-sort
+ *                                                  └ no ─▶ other Filter plugins afresh ─ fit ─▶ take it
+ *                                                                                   └ not ─▶ next node
  *
- * A pod qualifies when every Filter and Score plugin the profile runs for it is node-local (has a
- * `sign`) or skipped it at PreFilter and PreScore — InterPodAffinity, PodTopologySpread and
- * VolumeBinding read other nodes, and skip pods without affinity terms (theirs or matching ones of
- * existing pods), spread constraints (explicit or system defaults) or claims — and when it has no
- * nominated node. Every normalising Score plugin must have given the whole sample one raw score:
- * only then is the normalised value of one rescored node known without the others. A batch ends
- * after 500 ms (upstream's maxBatchAge: older scores come from a cluster that has moved on), at a
- * pod with another signature or profile, or when its nodes run out.
+ * The scores are what is reused, so a pod qualifies when every Score plugin the profile runs for
+ * it is node-local (has a `sign`: it reads only the pod and the one node) or skipped it at PreScore
+ * — InterPodAffinity and PodTopologySpread score from other nodes' pods, and skip pods without
+ * preferred terms or soft spread constraints — and when it has no nominated node. Every
+ * normalising Score plugin must have given the whole sample one raw score: only then is the
+ * normalised value of one rescored node known without the others. Filter verdicts of node-local
+ * plugins are reused on unchanged nodes; the other Filter plugins (required pod (anti-)affinity,
+ * DoNotSchedule spread, volumes) are asked afresh for every candidate with this pod's own PreFilter
+ * state, since the previous pod changed what they count: a candidate they reject is passed over
+ * for this pod and kept for the next. So the replicas of a spread, anti-affine Deployment batch too.
+ * A batch ends after 500 ms (upstream's maxBatchAge: older scores come from a cluster that has
+ * moved on), at a pod with another signature or profile, or when its nodes run out.
  *
  * What holds for a batched pod: its node passes every Filter plugin as the snapshot has the node
- * now (unchanged since filtered, or filtered again), and no node of the batch's sample scores higher
- * for it. Departures from a full cycle, as upstream's: the sample is the batch's rather than a fresh
- * one from the next start index, and ties go to the earlier-scored node rather than a random one.
+ * now (unchanged since filtered by the node-local ones, or filtered again), and no node of the
+ * batch's sample that passes them all scores higher for it. Departures from a full cycle, as
+ * upstream's: the sample is the batch's rather than a fresh one from the next start index, and
+ * ties go to the earlier-scored node rather than a random one.
  */
 import { CycleState, type FilterPlugin, type Framework, MaxScore, MinScore, type ScorePlugin } from "./Framework.js"
 import * as Schedule from "./Schedule.js"
-import type { PodInfo, Snapshot } from "./Snapshot.js"
+import type { NodeInfo, PodInfo, Snapshot } from "./Snapshot.js"
 
 /** How long a batch's scores are reused (upstream's maxBatchAge). */
 export const MaxBatchAgeMs = 500
@@ -82,15 +88,24 @@ const signatureOf = (framework: Framework, pod: PodInfo): string => {
   return s
 }
 
-/** Whether the plugins that read other nodes all skipped the pod (PreFilter for Filter, PreScore for Score). */
-const onlyNodeLocal = (framework: Framework, state: CycleState): boolean => {
-  for (const p of framework.filter) if (p.sign === undefined && !state.skipFilter.has(p.name)) return false
+/** Whether the Score plugins that read other nodes all skipped the pod (at PreScore). */
+const scoresNodeLocal = (framework: Framework, state: CycleState): boolean => {
   for (const { plugin } of framework.score) if (plugin.sign === undefined && !state.skipScore.has(plugin.name)) return false
   return true
 }
 
-/** Insert `e` into `entries` (best first) after every entry with a total at least as high. */
-const insert = (entries: Array<Entry>, e: Entry): void => {
+/** Run `filters` on a node: its verdict, as the loop needs it. */
+const verdict = (filters: ReadonlyArray<FilterPlugin>, state: CycleState, pod: PodInfo, node: NodeInfo): "fits" | "rejected" | "error" => {
+  for (const f of filters) {
+    const s = f.filter(state, pod, node)
+    if (s.code === "Success" || s.code === "Skip") continue
+    return s.code === "Unschedulable" || s.code === "UnschedulableAndUnresolvable" ? "rejected" : "error"
+  }
+  return "fits"
+}
+
+/** Insert `e` into `entries` (best first) after every entry with a total at least as high; answers where. */
+const insert = (entries: Array<Entry>, e: Entry): number => {
   let lo = 0
   let hi = entries.length
   while (lo < hi) {
@@ -99,6 +114,7 @@ const insert = (entries: Array<Entry>, e: Entry): void => {
     else hi = mid
   }
   entries.splice(lo, 0, e)
+  return lo
 }
 
 /** Every pod by a full cycle (batching off). */
@@ -142,7 +158,7 @@ export const make = (): Batch => {
       if (s.code === "Skip") state.skipScore.add(pl.name)
       else if (s.code !== "Success") return undefined
     }
-    if (!onlyNodeLocal(framework, state)) return undefined
+    if (!scoresNodeLocal(framework, state)) return undefined
     // The same Score plugins must run as when the batch was scored (PreScore may skip some per pod).
     let active = 0
     for (const { plugin } of framework.score) {
@@ -152,54 +168,68 @@ export const make = (): Batch => {
     }
     if (active !== b.plugins.length) return undefined
 
-    const filters: Array<FilterPlugin> = []
-    for (const p of framework.filter) if (!state.skipFilter.has(p.name)) filters.push(p)
-    let refiltered = 0
-    while (entries.length > 0) {
-      const e = entries[0]!
+    // Node-local verdicts hold while a node is unchanged; the other plugins' (InterPodAffinity,
+    // PodTopologySpread) depend on the rest of the cluster and are asked afresh, with this pod's
+    // own PreFilter state, for every candidate.
+    const local: Array<FilterPlugin> = []
+    const global: Array<FilterPlugin> = []
+    for (const p of framework.filter) if (!state.skipFilter.has(p.name)) (p.sign === undefined ? global : local).push(p)
+    let evaluated = 0
+    let best: Entry | undefined
+    let j = 0
+    while (j < entries.length) {
+      const e = entries[j]!
       const node = snapshot.get(e.node)
       if (node === undefined) {
-        entries.shift()
+        entries.splice(j, 1)
         continue
       }
-      if (node.generation === e.generation) break
-      refiltered++
-      entries.shift()
-      let feasible = true
-      for (const f of filters) {
-        const s = f.filter(state, pod, node)
-        if (s.code === "Success" || s.code === "Skip") continue
-        if (s.code !== "Unschedulable" && s.code !== "UnschedulableAndUnresolvable") return undefined
-        feasible = false
-        break
-      }
-      // A node that no longer fits drops out of the sample (a full cycle would skip it too).
-      if (!feasible) continue
-      let total = 0
-      for (let p = 0; p < b.plugins.length; p++) {
-        const { plugin, weight } = b.plugins[p]!
-        const raw = plugin.score(state, pod, node)
-        let v = raw
-        if (plugin.normalize !== undefined) {
-          // Normalised among nodes that all scored the same, a different raw score has no known value.
-          if (raw !== b.uniformRaw[p]) return undefined
-          v = b.uniformValue[p]!
+      if (node.generation !== e.generation) {
+        evaluated++
+        entries.splice(j, 1)
+        const v = verdict(local, state, pod, node)
+        if (v === "error") return undefined
+        // A node that no longer fits this signature drops out of the sample (a full cycle would skip it too).
+        if (v === "rejected") continue
+        let total = 0
+        for (let p = 0; p < b.plugins.length; p++) {
+          const { plugin, weight } = b.plugins[p]!
+          const raw = plugin.score(state, pod, node)
+          let value = raw
+          if (plugin.normalize !== undefined) {
+            // Normalised among nodes that all scored the same, a different raw score has no known value.
+            if (raw !== b.uniformRaw[p]) return undefined
+            value = b.uniformValue[p]!
+          }
+          if (!(value >= MinScore && value <= MaxScore)) return undefined
+          total += weight * value
         }
-        if (!(v >= MinScore && v <= MaxScore)) return undefined
-        total += weight * v
+        e.generation = node.generation
+        e.total = total
+        // Look at it again where it now ranks (before the entries passed over, if it rose).
+        j = Math.min(j, insert(entries, e))
+        continue
       }
-      e.generation = node.generation
-      e.total = total
-      insert(entries, e)
+      if (global.length > 0) {
+        evaluated++
+        const v = verdict(global, state, pod, node)
+        if (v === "error") return undefined
+        // Not for this pod (its spread, its anti-affinity), perhaps for the next: kept.
+        if (v === "rejected") {
+          j++
+          continue
+        }
+      }
+      best = e
+      break
     }
-    const best = entries[0]
     if (best === undefined) return undefined
     batched++
     return {
       decision: {
         _tag: "Scheduled",
         node: best.node,
-        evaluated: refiltered,
+        evaluated,
         feasible: entries.length,
         scores: undefined,
         statuses: new Map(),
@@ -210,9 +240,21 @@ export const make = (): Batch => {
     }
   }
 
-  /** A batch from a full cycle's decision, when the pod qualifies. */
-  const start = (framework: Framework, state: CycleState, pod: PodInfo, snapshot: Snapshot, decision: Schedule.Decision, nowMs: number): State | undefined => {
-    if (decision._tag !== "Scheduled" || decision.scores === undefined || !onlyNodeLocal(framework, state)) return undefined
+  /**
+   * A batch from a full cycle's decision, when the pod qualifies. `carry` is a batch of the same
+   * signature whose nodes all failed the pod's other plugins (its sample had, say, no node in the
+   * one zone the spread allowed): its nodes stay, beside the new sample, until the batch's age is up.
+   */
+  const start = (
+    framework: Framework,
+    state: CycleState,
+    pod: PodInfo,
+    snapshot: Snapshot,
+    decision: Schedule.Decision,
+    nowMs: number,
+    carry: State | undefined
+  ): State | undefined => {
+    if (decision._tag !== "Scheduled" || decision.scores === undefined || !scoresNodeLocal(framework, state)) return undefined
     const scores = decision.scores
     const plugins = framework.score.filter((s) => !state.skipScore.has(s.plugin.name))
     const width = plugins.length
@@ -228,13 +270,24 @@ export const make = (): Batch => {
       const node = snapshot.get(scores.nodes[n]!)
       if (node !== undefined) entries.push({ node: node.name, generation: node.generation, total: scores.totals[n]! })
     }
+    const signature = sign(framework, pod)
+    const merge =
+      carry !== undefined &&
+      carry.framework === framework &&
+      carry.signature === signature &&
+      carry.plugins.length === width &&
+      carry.plugins.every((p, i) => p.plugin === plugins[i]!.plugin && p.weight === plugins[i]!.weight && Object.is(carry.uniformRaw[i], scores.uniformRaw[i]) && Object.is(carry.uniformValue[i], uniformValue[i]))
+    if (merge) {
+      const fresh = new Set(entries.map((e) => e.node))
+      for (const e of carry.entries) if (!fresh.has(e.node)) entries.push(e)
+    }
     // Stable: equal totals keep the order they were scored in.
     entries.sort((a, b) => b.total - a.total)
     return {
       framework,
-      signature: sign(framework, pod),
+      signature,
       from: `${pod.namespace}/${pod.name}`,
-      createdMs: nowMs,
+      createdMs: merge ? carry.createdMs : nowMs,
       plugins,
       uniformRaw: scores.uniformRaw,
       uniformValue,
@@ -245,17 +298,19 @@ export const make = (): Batch => {
   return {
     schedule: (framework, pod, snapshot, options, nowMs) => {
       const b = current
+      let carry: State | undefined
       if (b !== undefined) {
         const fresh = b.framework === framework && nowMs - b.createdMs <= MaxBatchAgeMs
         if (fresh && nominatedOf(pod) === "" && sign(framework, pod) === b.signature) {
           const outcome = hint(b, pod, snapshot, options.startIndex ?? 0)
           if (outcome !== undefined) return outcome
+          carry = b
         }
         current = undefined
       }
       const state = new CycleState()
       const decision = Schedule.schedule(framework, state, pod, snapshot, options)
-      if (nominatedOf(pod) === "") current = start(framework, state, pod, snapshot, decision, nowMs)
+      if (nominatedOf(pod) === "") current = start(framework, state, pod, snapshot, decision, nowMs, carry)
       return { decision, state }
     },
     batched: () => batched

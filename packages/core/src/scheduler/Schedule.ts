@@ -66,8 +66,9 @@ export type Decision =
       readonly nextStartIndex: number
       /**
        * Set when the decision reused an earlier cycle's scores (opportunistic batching): that
-       * cycle's pod, as `namespace/name`. `scores` is then undefined and `evaluated` counts the
-       * nodes filtered again because they changed since.
+       * cycle's pod, as `namespace/name`. `scores` is then undefined, `evaluated` counts the
+       * nodes filtered again (changed since, or judged afresh by plugins that read other nodes)
+       * and `feasible` is the size of the batch's sample.
        */
       readonly reusedFrom?: string
     }

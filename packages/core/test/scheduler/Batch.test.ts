@@ -90,13 +90,65 @@ describe("Batch (opportunistic batching)", () => {
     expect(placed.slice(10).map((p) => p.decision._tag)).toEqual(["Unschedulable", "Unschedulable"])
   })
 
-  it("does not batch pods whose plugins read other nodes, or that differ, or come too late", () => {
+  it("batches replicas with required anti-affinity and zone spread, judging those afresh for each", () => {
+    // Nodes of different sizes, so the scores differ and the batch's order matters.
+    const nodes = Array.from({ length: 12 }, (_, i) => nodeObject(`n${i}`, i % 4 === 0 ? "4" : "8", {}, { "topology.kubernetes.io/zone": `z${i % 3}` }))
+    const cache = cluster(nodes)
+    const selector = { matchLabels: { app: "web" } }
+    const spec = {
+      affinity: { podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ labelSelector: selector, topologyKey: "kubernetes.io/hostname" }] } },
+      topologySpreadConstraints: [{ maxSkew: 1, topologyKey: "topology.kubernetes.io/zone", whenUnsatisfiable: "DoNotSchedule", labelSelector: selector }]
+    }
+    const placed = place(Batch.make(), cache, Array.from({ length: 14 }, () => podObject("500m", spec)))
+    const scheduled = placed.filter((p) => p.decision._tag === "Scheduled")
+    // Twelve nodes, one replica each: the last two fit nowhere.
+    expect(scheduled).toHaveLength(12)
+    expect(placed.slice(12).map((p) => p.decision._tag)).toEqual(["Unschedulable", "Unschedulable"])
+    const where = scheduled.map((p) => (p.decision._tag === "Scheduled" ? p.decision.node : ""))
+    expect(new Set(where).size).toBe(12)
+    // After every placement, no zone is more than one replica ahead of another.
+    const counts = [0, 0, 0]
+    for (const n of where) {
+      counts[Number(n.slice(1)) % 3]!++
+      expect(Math.max(...counts) - Math.min(...counts)).toBeLessThanOrEqual(1)
+    }
+    expect(scheduled.filter((p) => reused(p.decision) !== undefined).length).toBeGreaterThanOrEqual(6)
+  })
+
+  it("keeps a spread batch going when the zone the spread allows has no node in its sample", () => {
+    // 300 nodes in 3 zones, 100 scored per full cycle: a sample can miss the one zone allowed next.
+    const nodes = Array.from({ length: 300 }, (_, i) => nodeObject(`n${i}`, "8", {}, { "topology.kubernetes.io/zone": `z${i % 3}` }))
+    const cache = cluster(nodes)
+    const selector = { matchLabels: { app: "web" } }
+    const spec = {
+      affinity: { podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ labelSelector: selector, topologyKey: "kubernetes.io/hostname" }] } },
+      topologySpreadConstraints: [{ maxSkew: 1, topologyKey: "topology.kubernetes.io/zone", whenUnsatisfiable: "DoNotSchedule", labelSelector: selector }]
+    }
+    const batch = Batch.make()
+    const counts = [0, 0, 0]
+    const used = new Set<string>()
+    for (let i = 0; i < 150; i++) {
+      const pod = Snapshot.podInfo(podObject("500m", spec))
+      const { decision } = batch.schedule(framework, pod, cache.snapshot(), { percentageOfNodesToScore: 10 }, i)
+      if (decision._tag !== "Scheduled") throw new Error(JSON.stringify(decision))
+      cache.assume(pod, decision.node)
+      expect(used.has(decision.node)).toBe(false)
+      used.add(decision.node)
+      counts[Number(decision.node.slice(1)) % 3]!++
+      expect(Math.max(...counts) - Math.min(...counts)).toBeLessThanOrEqual(1)
+    }
+    expect(batch.batched()).toBeGreaterThanOrEqual(140)
+  })
+
+  it("does not batch pods whose scores read other nodes, or that differ, or come too late", () => {
     const nodes = Array.from({ length: 6 }, (_, i) => nodeObject(`n${i}`, "8", {}, { "topology.kubernetes.io/zone": `z${i % 2}` }))
-    const anti = { affinity: { podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ labelSelector: { matchLabels: { app: "web" } }, topologyKey: "kubernetes.io/hostname" }] } } }
-    const spread = { topologySpreadConstraints: [{ maxSkew: 1, topologyKey: "topology.kubernetes.io/zone", whenUnsatisfiable: "DoNotSchedule", labelSelector: { matchLabels: { app: "web" } } }] }
+    const preferredAnti = {
+      affinity: { podAntiAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 10, podAffinityTerm: { labelSelector: { matchLabels: { app: "web" } }, topologyKey: "kubernetes.io/hostname" } }] } }
+    }
+    const softSpread = { topologySpreadConstraints: [{ maxSkew: 1, topologyKey: "topology.kubernetes.io/zone", whenUnsatisfiable: "ScheduleAnyway", labelSelector: { matchLabels: { app: "web" } } }] }
     const cases: ReadonlyArray<{ readonly name: string; readonly pods: ReadonlyArray<Json>; readonly gapMs?: number }> = [
-      { name: "required anti-affinity", pods: [podObject("500m", anti), podObject("500m", anti)] },
-      { name: "topology spread", pods: [podObject("500m", spread), podObject("500m", spread)] },
+      { name: "preferred anti-affinity", pods: [podObject("500m", preferredAnti), podObject("500m", preferredAnti)] },
+      { name: "soft topology spread", pods: [podObject("500m", softSpread), podObject("500m", softSpread)] },
       { name: "different requests", pods: [podObject("500m"), podObject("600m")] },
       { name: "different tolerations", pods: [podObject("500m"), podObject("500m", { tolerations: [{ operator: "Exists" }] })] },
       { name: "a nominated node", pods: [podObject("500m"), podObject("500m", {}, { status: { nominatedNodeName: "n1" } })] },
