@@ -185,11 +185,15 @@ const endpointView = (pod: JsonObject): string => {
 
 /** Key mapper: a pod change queues the Services (old and new labels) that select the pod. */
 export const servicesOfPod: Controller.KeyMapper = (change, informers) => {
+  const services = informers.for(ServiceRef)
+  const namespace = str(Pods.meta(change.object)["namespace"])
+  // Most pod changes are in namespaces without Services: no need to compare what endpoints see.
+  if (services.list(namespace).length === 0 && (change.old === undefined || str(Pods.meta(change.old)["namespace"]) === namespace)) return []
   if (change.type === "MODIFIED" && change.old !== undefined && endpointView(change.old) === endpointView(change.object)) return []
   const keys = new Set<string>()
   for (const pod of [change.object, change.old]) {
     if (pod === undefined) continue
-    for (const svc of informers.for(ServiceRef).list(str(Pods.meta(pod)["namespace"]))) if (selects(svc, pod)) keys.add(Informer.keyOf(svc))
+    for (const svc of services.list(str(Pods.meta(pod)["namespace"]))) if (selects(svc, pod)) keys.add(Informer.keyOf(svc))
   }
   return [...keys]
 }
