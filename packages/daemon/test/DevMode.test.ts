@@ -286,8 +286,16 @@ describe("koder-fleet dev", () => {
       }
     }, 20_000, "the last pod to answer")
     pids.add(pid)
+    // The pods' sandboxes: as root each has a namespaces holder process, which must not outlive dev either.
+    const sandboxDir = join(dir, "box", "sandboxes")
+    const holders = readdirSync(sandboxDir)
+      .filter((f) => f.endsWith(".json"))
+      .map((f) => (JSON.parse(readFileSync(join(sandboxDir, f), "utf8")) as { holder?: { pid: number } }).holder?.pid)
+      .filter((h): h is number => h !== undefined)
     dev.child.kill("SIGINT")
     expect(await dev.exited).toBe(0)
     expect(existsSync(`/proc/${pid}`)).toBe(false)
+    // A killed holder is gone once `unshare`, its parent, has reaped it and exited too.
+    await eventually(async () => (holders.every((h) => !existsSync(`/proc/${h}`)) ? true : undefined), 5_000, "the pods' holders to be gone")
   }, 90_000)
 })

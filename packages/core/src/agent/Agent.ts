@@ -126,8 +126,9 @@ export interface Agent {
     previous: boolean
   ) => Effect.Effect<Runtime.Container | undefined, Runtime.Unavailable>
   /**
-   * Stop every container of every pod gracefully (dev mode's Ctrl-C); pods stay in the API. The
-   * sandboxes of pods already deleted from the API are removed too.
+   * Stop every container of every pod gracefully (dev mode's Ctrl-C) and remove the pods'
+   * sandboxes, so no process outlives dev; pods stay in the API (and their volumes, unless the pod
+   * was already deleted from it).
    */
   readonly stopAll: Effect.Effect<void>
   readonly metrics: () => Metrics
@@ -1022,17 +1023,17 @@ export const make = (
         },
         { concurrency: "unbounded", discard: true }
       )
-      // Pods deleted from the API whose cleanup had not run yet: no later agent would know to
-      // remove their sandboxes (a pod's namespaces holder outlives the agent), so it happens now.
-      // Only once the pods are known: before that, every sandbox would look like a deleted pod's.
-      if (!podsKnown) return
+      // Every workload stops, the pods' sandboxes too: a sandbox's namespaces holder is a process
+      // that would outlive dev (the next start makes new sandboxes for the pods still in the API).
+      // The volumes of pods deleted from the API, whose cleanup had not run yet, go with them; only
+      // once the pods are known: before that, every pod would look deleted.
       const sandboxes = yield* Effect.orElseSucceed(runtime.sandboxes.list(), () => [])
       yield* Effect.forEach(
-        sandboxes.filter((s) => !podsByUid.has(s.spec.podUid)),
+        sandboxes,
         (s) =>
           Effect.zipRight(
             Effect.ignore(runtime.sandboxes.remove(s.id)),
-            writer.removePod(VolumePlan.podDir(options.dataDir, s.spec.podUid)).pipe(Effect.ignore)
+            podsKnown && !podsByUid.has(s.spec.podUid) ? writer.removePod(VolumePlan.podDir(options.dataDir, s.spec.podUid)).pipe(Effect.ignore) : Effect.void
           ),
         { concurrency: "unbounded", discard: true }
       )

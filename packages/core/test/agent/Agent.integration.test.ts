@@ -353,7 +353,7 @@ describe("Agent against the memory runtime", () => {
     )
   )
 
-  it.live("stopAll stops every running container gracefully and leaves the pods in the API", () =>
+  it.live("stopAll stops every running container gracefully, removes the sandboxes and leaves the pods in the API", () =>
     Effect.scoped(
       Effect.gen(function* () {
         const w = yield* world()
@@ -364,7 +364,8 @@ describe("Agent against the memory runtime", () => {
         yield* until(w, "b", ready)
         yield* agent.stopAll
         const list = yield* w.runtime.containers.list()
-        expect(list.map((c) => c.status.state)).toEqual(["exited", "exited"])
+        expect(list.filter((c) => c.status.state === "running")).toEqual([])
+        expect(yield* w.runtime.sandboxes.list()).toEqual([])
         const stops = (yield* w.control.calls).filter((c) => c.op === "container.stop").map((c) => c.detail).sort()
         expect(stops).toEqual(["3000", "30000"])
         expect(yield* TestCluster.find(w.cluster, PodRef, "default", "a")).toBeDefined()
