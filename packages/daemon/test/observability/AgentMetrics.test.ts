@@ -53,6 +53,11 @@ describe("an agent's /metrics", () => {
   }, 90_000)
 
   afterAll(async () => {
+    // Containers outlive their box by design: the pod goes first, so its process does not outlive the test.
+    if (http !== undefined) {
+      await http.send("DELETE", "/api/v1/namespaces/default/pods/sleeper", { token: admin }).catch(() => undefined)
+      await eventually(async () => ((await http.send("GET", "/api/v1/namespaces/default/pods/sleeper", { token: admin })).status === 404 ? true : undefined), 30_000, "the pod gone").catch(() => undefined)
+    }
     http?.close()
     for (const p of [agent?.child, box?.child, api?.child]) if (p !== undefined && p.exitCode === null) p.kill("SIGKILL")
     await rm(dir, { recursive: true, force: true })
