@@ -26,6 +26,7 @@ import * as MetricsServer from "./observability/MetricsServer.js"
 import * as SecurityFlags from "./security/Flags.js"
 import * as Security from "./security/Security.js"
 import * as Tls from "./Tls.js"
+import * as ListenAddress from "./internal/listenAddress.js"
 
 /** Everything the server role is configured with. */
 export interface Config {
@@ -86,11 +87,8 @@ const fail = (message: string) => Either.left(new ConfigError({ message }))
 
 /** `HOST:PORT`, `[V6]:PORT`, `:PORT` or `PORT`. */
 export const parseListen = (text: string): Either.Either<Config["listen"], ConfigError> => {
-  const m = /^(?:\[([^\]]+)\]|([^:[\]]*)):(\d+)$/.exec(text) ?? /^()()(\d+)$/.exec(text)
-  const port = Number(m?.[3])
-  if (m === null || !Number.isInteger(port) || port < 0 || port > 65535) return fail(`--listen ${JSON.stringify(text)}: expected HOST:PORT`)
-  const host = m[1] ?? m[2] ?? ""
-  return Either.right({ host: host === "" ? "0.0.0.0" : host, port })
+  const address = ListenAddress.parse(text, { barePort: true })
+  return address === undefined ? fail(`--listen ${JSON.stringify(text)}: expected HOST:PORT`) : Either.right(address)
 }
 
 /** `60s`, `500ms`, `2m`, `1h`, or plain seconds. */

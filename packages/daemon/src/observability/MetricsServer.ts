@@ -20,6 +20,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net"
 import { ConfigError, ListenError } from "../DaemonError.js"
 import * as ProcessMetrics from "./ProcessMetrics.js"
+import * as ListenAddress from "../internal/listenAddress.js"
 
 /** Where to listen (`undefined`: off); `explicit` when the operator chose the address. */
 export type Listen = { readonly host: string; readonly port: number; readonly explicit: boolean } | undefined
@@ -36,11 +37,9 @@ export const usage = `
 export const parseListen = (text: string | undefined): Either.Either<Listen, ConfigError> => {
   if (text === undefined) return Either.right({ ...defaultListen, explicit: false })
   if (text === "off") return Either.right(undefined)
-  const m = /^(?:\[([^\]]+)\]|([^:[\]]*)):(\d+)$/.exec(text)
-  const port = Number(m?.[3])
-  if (m === null || !Number.isInteger(port) || port < 0 || port > 65535) return Either.left(new ConfigError({ message: `--metrics-listen ${JSON.stringify(text)}: expected ADDR:PORT or off` }))
-  const host = m[1] ?? m[2] ?? ""
-  return Either.right({ host: host === "" ? "0.0.0.0" : host, port, explicit: true })
+  const address = ListenAddress.parse(text)
+  if (address === undefined) return Either.left(new ConfigError({ message: `--metrics-listen ${JSON.stringify(text)}: expected ADDR:PORT or off` }))
+  return Either.right({ ...address, explicit: true })
 }
 
 /** Decides whether a scrape may proceed: `undefined` to allow, else the Status to answer. */
