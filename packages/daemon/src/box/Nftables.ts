@@ -8,8 +8,7 @@
  * namespace (`nsenter --net=PATH`).
  */
 import { spawn } from "node:child_process"
-import { statSync } from "node:fs"
-import { join } from "node:path"
+import * as Tools from "./Tools.js"
 
 /** A command that failed: its argv and what it printed. */
 export class CommandError extends Error {
@@ -22,21 +21,8 @@ export class CommandError extends Error {
   }
 }
 
-const searchPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
 /** Absolute path of a tool on PATH or in the standard directories. */
-export const which = (name: string): string | undefined => {
-  for (const dir of [...(process.env.PATH ?? "").split(":"), ...searchPath.split(":")]) {
-    if (dir === "") continue
-    const p = join(dir, name)
-    try {
-      if (statSync(p).isFile()) return p
-    } catch {
-      // not here
-    }
-  }
-  return undefined
-}
+export const which = Tools.which
 
 /** Where to run: the caller's network namespace, or the one at `netns` (a `/proc/PID/ns/net` path). */
 export interface Where {

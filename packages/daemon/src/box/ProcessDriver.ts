@@ -46,6 +46,7 @@ import { FifoPool } from "./FifoPool.js"
 import { Launcher } from "./Launcher.js"
 import * as Procfs from "./Procfs.js"
 import * as Shim from "./Shim.js"
+import { defaultPath, which } from "./Tools.js"
 
 /** How the driver is set up. */
 export interface Options {
@@ -65,7 +66,6 @@ export interface Options {
 export const version = "0.1.0"
 
 /** The PATH a container gets when its env has none (Docker's default). */
-const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 /** Output of an exec kept per stream; more is cut (an exec is a probe or a command, not a pipe). */
 const maxExecOutput = 4 * 1024 * 1024
@@ -151,19 +151,6 @@ const privateShmDir = (dataDir: string): string | undefined => {
   }
 }
 
-/** Resolve a tool on the box's PATH once, to an absolute path (the shim must not depend on PATH). */
-const which = (name: string): string | undefined => {
-  for (const dir of [...(process.env.PATH ?? "").split(":"), ...defaultPath.split(":")]) {
-    if (dir === "") continue
-    const p = join(dir, name)
-    try {
-      if (statSync(p).isFile()) return p
-    } catch {
-      // not here
-    }
-  }
-  return undefined
-}
 
 // Temporary siblings are named by this process and a counter: one box per data dir (its lock),
 // and no random bytes to draw for each of a pod start's several writes.

@@ -53,6 +53,7 @@ import * as ContainerLogs from "./ContainerLogs.js"
 import { ImageStore, toImages } from "./Images.js"
 import * as Oci from "./Oci.js"
 import * as Procfs from "./Procfs.js"
+import { which } from "./Tools.js"
 
 /** How the driver is set up. */
 export interface Options {
@@ -150,18 +151,6 @@ const notFound = (kind: Runtime.ObjectKind, id: string) =>
 const invalid = (message: string) => new Runtime.Invalid({ message })
 const unavailable = (message: string) => new Runtime.Unavailable({ message })
 
-/** Resolve a tool on the box's PATH once, to an absolute path. */
-const which = (name: string): string | undefined => {
-  for (const dir of (process.env.PATH ?? Oci.defaultPath).split(":")) {
-    const p = join(dir, name)
-    try {
-      if (statSync(p).isFile()) return p
-    } catch {
-      // not here
-    }
-  }
-  return undefined
-}
 
 const writeJson = (path: string, value: unknown) => {
   const tmp = `${path}.${randomBytes(4).toString("hex")}.tmp`
