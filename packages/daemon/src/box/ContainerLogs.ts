@@ -117,11 +117,15 @@ export class Writer {
    * That end is not guaranteed: Linux reports a FIFO's hang-up only to readers that saw a writer,
    * so a box attaching after the shim ended never gets it. `drainNow` is the sure way to the end.
    */
-  attach(): Promise<void> {
+  attach(options: { readonly holdOpen?: boolean } = {}): Promise<void> {
     const ends = (["stdout", "stderr"] as const).map((stream) => {
       // Non-blocking, through libuv's pipe handle: a blocking read would hold a thread-pool
-      // thread per container. The shim holds the write side, so there is no early EOF.
-      const fd = openSync(join(this.dir, `${stream}.fifo`), constants.O_RDONLY | constants.O_NONBLOCK)
+      // thread per container. The shim holds the write side, so there is no early EOF. With
+      // `holdOpen` (attached before the shim starts) the box holds a write side too: the pipe and
+      // what a quick workload wrote into it outlive the shim until the box has read it (the end
+      // then comes from the container's `exit` file and `drainNow`, not from end of file).
+      const flags = options.holdOpen === true ? constants.O_RDWR : constants.O_RDONLY
+      const fd = openSync(join(this.dir, `${stream}.fifo`), flags | constants.O_NONBLOCK)
       const socket = new Socket({ fd, readable: true, writable: false })
       this.sockets.push(socket)
       return new Promise<void>((resolve) => {

@@ -21,7 +21,7 @@ const lowMark = 16
 /** A pool of FIFOs in `dir` (emptied and created anew), made by `mkfifo` through `launcher`. */
 export class FifoPool {
   private readonly ready: Array<string> = []
-  private refilling = false
+  private refilling: Promise<void> | undefined = undefined
   private seq = 0
 
   constructor(
@@ -37,10 +37,20 @@ export class FifoPool {
   }
 
   /**
-   * Move two FIFOs into `containerDir` as `stdout.fifo` and `stderr.fifo`; false when the pool
-   * has none (the shim then makes them). Starts a refill when the pool runs low.
+   * Move two FIFOs into `containerDir` as `stdout.fifo` and `stderr.fifo`, waiting for a refill
+   * when the pool is empty (the box reads a container's FIFOs from before its start only when they
+   * come from here); false when none could be made (the shim then makes them).
    */
-  take(containerDir: string): boolean {
+  async take(containerDir: string): Promise<boolean> {
+    if (this.ready.length < 2) {
+      this.refill()
+      await this.refilling
+    }
+    return this.takeNow(containerDir)
+  }
+
+  /** As `take`, without waiting: false when the pool has none now. Starts a refill when it runs low. */
+  takeNow(containerDir: string): boolean {
     let taken = false
     if (this.ready.length >= 2) {
       const out = this.ready.pop()!
@@ -58,18 +68,19 @@ export class FifoPool {
   }
 
   private refill(): void {
-    if (this.refilling) return
-    this.refilling = true
+    if (this.refilling !== undefined) return
     const names = Array.from({ length: batch * 2 }, () => join(this.dir, `f${(this.seq++).toString(36)}`))
     const file = join(this.launchDir, `fifos-${this.seq.toString(36)}.launch`)
-    void (async () => {
+    this.refilling = (async () => {
       try {
         writeFileSync(file, `${quote(this.mkfifo)} ${names.map(quote).join(" ")} && echo "$1 ok" || echo "$1 failed"\n`, { mode: 0o600 })
         const answer = await this.launcher.run(file)
         if (answer?.[0] === "ok") this.ready.push(...names)
+      } catch {
+        // No pool this time: shims make their own FIFOs.
       } finally {
         await unlink(file).catch(() => undefined)
-        this.refilling = false
+        this.refilling = undefined
       }
     })()
   }

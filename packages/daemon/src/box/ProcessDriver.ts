@@ -624,6 +624,11 @@ export class ProcessDriver {
     } catch {
       // the 1 s poll remains
     }
+    // Attached before the launch (FIFOs from the pool): the exit file ends it, with finalize's drain.
+    if (c.writer !== undefined) {
+      if (existsSync(join(dir, "exit"))) void this.refresh(c)
+      return
+    }
     if (!existsSync(join(dir, "stdout.fifo")) || !existsSync(join(dir, "stderr.fifo"))) return
     const writer = new ContainerLogs.Writer(dir, this.rotation)
     c.writer = writer
@@ -889,7 +894,14 @@ export class ProcessDriver {
     const ctx: Shim.Context = { holderPid: sb.holder?.pid, net: sb.network !== undefined, user: spec.user }
     const chain = Shim.processChain(this.tools, ctx, spec.workingDir ?? "", [...spec.command, ...(spec.args ?? [])])
     const file = this.launchDir === undefined ? join(dir, "launch") : join(this.launchDir, `${rec.id}.launch`)
-    this.fifos?.take(dir)
+    await this.fifos?.take(dir)
+    // FIFOs from the pool are there before the shim: read them from now on, so the output of a
+    // workload that ends at once is not lost with the pipe when its shim ends before the box attached.
+    if (existsSync(join(dir, "stdout.fifo")) && existsSync(join(dir, "stderr.fifo"))) {
+      const writer = new ContainerLogs.Writer(dir, this.rotation)
+      c.writer = writer
+      void writer.attach({ holdOpen: true })
+    }
     await writeFile(file, Shim.launchFile(this.tools, dir, chain, env), { mode: 0o600 })
     // Recorded before the launch: a box that dies right here finds the shim through its pid file.
     rec.status = { state: "running", startedAt: now() }
