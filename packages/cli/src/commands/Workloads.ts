@@ -5,6 +5,7 @@
  * a stalled rollout or at `--timeout`.
  */
 import type { Command } from "commander"
+import type { ApiError } from "@koder/fleet-core"
 import { Duration, Effect, Option, Stream } from "effect"
 import * as Age from "../Age.js"
 import { CliError, usage } from "../CliError.js"
@@ -102,13 +103,24 @@ const undo = (s: Session, t: Terminal, args: ReadonlyArray<string>, o: { toRevis
   Effect.gen(function* () {
     const x = yield* target(s, args, "rollout undo")
     yield* deploymentOnly(x.info, "rollout undo")
-    const d = yield* s.conn.client.get(refOf(x.info), x.namespace, x.name)
-    const chosen = Rollout.undoTarget(d, yield* replicaSetsOf(s, d), Number(o.toRevision ?? 0))
-    if (typeof chosen === "string") return yield* Effect.fail(new CliError({ message: chosen }))
-    yield* s.conn.client.patch(refOf(x.info), x.namespace, x.name, "json", [
-      { op: "test", path: "/metadata/resourceVersion", value: meta(d)["resourceVersion"] },
-      { op: "replace", path: "/spec/template", value: chosen.template }
-    ])
+    // The template is chosen from the Deployment as read, and written only if it is still that
+    // version; the controller's status writes during a rollout change the version, so a lost race
+    // reads and chooses again (a few times) rather than failing the command.
+    const attempt = Effect.gen(function* () {
+      const d = yield* s.conn.client.get(refOf(x.info), x.namespace, x.name)
+      const chosen = Rollout.undoTarget(d, yield* replicaSetsOf(s, d), Number(o.toRevision ?? 0))
+      if (typeof chosen === "string") return yield* Effect.fail(new CliError({ message: chosen }))
+      yield* s.conn.client.patch(refOf(x.info), x.namespace, x.name, "json", [
+        { op: "test", path: "/metadata/resourceVersion", value: meta(d)["resourceVersion"] },
+        { op: "replace", path: "/spec/template", value: chosen.template }
+      ])
+    })
+    const lostRace = (e: unknown) => {
+      if ((e as { readonly _tag?: unknown })._tag !== "ApiError") return false
+      const status = (e as ApiError.ApiError).status
+      return status.code === 409 || (status.code === 422 && /test/i.test(status.message ?? ""))
+    }
+    yield* Effect.retry(attempt, { while: lostRace, times: 5 })
     t.out(`${Resources.typeName(x.info)}/${x.name} rolled back\n`)
   })
 
