@@ -79,16 +79,16 @@ export const history = (replicaSets: ReadonlyArray<Json>): Array<Array<string>> 
 ]
 
 /**
- * The template `undo` puts back: the ReplicaSet of `toRevision`, or of the revision before the
- * current one, without its `pod-template-hash` label (pure; a message when there is none).
+ * The template `undo` puts back: the ReplicaSet of `toRevision`, or of the second-newest
+ * revision, without its `pod-template-hash` label (pure; a message when there is none).
+ *
+ * The revisions come from the ReplicaSets alone, as kubectl's rollback takes them: the
+ * Deployment's own revision annotation is written by the controller after it creates the new
+ * ReplicaSet, so right after an apply it can still name the old one.
  */
 export const undoTarget = (deployment: Json, replicaSets: ReadonlyArray<Json>, toRevision: number): { readonly template: Json; readonly revision: number } | string => {
   const rss = owned(deployment, replicaSets).filter((rs) => revisionOf(rs) > 0)
-  const current = num(obj(meta(deployment)["annotations"])[RevisionAnnotation])
-  const target =
-    toRevision > 0
-      ? rss.find((rs) => revisionOf(rs) === toRevision)
-      : [...rss].reverse().find((rs) => revisionOf(rs) !== current && revisionOf(rs) < (current || Infinity))
+  const target = toRevision > 0 ? rss.find((rs) => revisionOf(rs) === toRevision) : rss.length >= 2 ? rss[rss.length - 2] : undefined
   if (target === undefined) return toRevision > 0 ? `unable to find specified revision ${toRevision} in history` : "no rollout history found for deployment"
   const template = obj(obj(target["spec"])["template"])
   const labels = { ...obj(meta(template)["labels"]) }

@@ -152,7 +152,7 @@ describe("kfleet against koder-fleet dev", () => {
     expect((await kfleet(["apply", "-f", file])).out).toBe("deployment.apps/web configured\n")
     await eventually(async () => /^2\s/m.test((await kfleet(["rollout", "history", "deployment/web"])).out) || undefined, 30_000, "revision 2")
     const undo = await kfleet(["rollout", "undo", "deployment/web"])
-    expect(undo).toMatchObject({ code: 0, out: "deployment.apps/web rolled back\n" })
+    expect(undo).toEqual({ code: 0, out: "deployment.apps/web rolled back\n", err: "" })
     expect((await kfleet(["get", "deploy", "web", "-o", "jsonpath={.spec.template.spec.containers[0].image}"])).out).toBe("node:20")
     const history = await eventually(async () => {
       const h = (await kfleet(["rollout", "history", "deploy/web"])).out

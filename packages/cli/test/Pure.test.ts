@@ -120,6 +120,28 @@ describe("Rollout and Age", () => {
     expect(Rollout.deploymentStatus(d({ conditions: [{ type: "Progressing", reason: "ProgressDeadlineExceeded" }] })).failed).toBe(true)
   })
 
+  it("undoes to the second-newest ReplicaSet, even before the Deployment's revision annotation catches up", () => {
+    const deploy = (revision: string) => ({ metadata: { name: "web", uid: "u1", annotations: { "deployment.kubernetes.io/revision": revision } } })
+    const rs = (revision: number, image: string, owner = "u1") => ({
+      metadata: { name: `web-${revision}`, annotations: { "deployment.kubernetes.io/revision": String(revision) }, ownerReferences: [{ uid: owner, controller: true }] },
+      spec: { template: { metadata: { labels: { app: "web", "pod-template-hash": `h${revision}` } }, spec: { containers: [{ image }] } } }
+    })
+    const cases: ReadonlyArray<{ readonly name: string; readonly d: Record<string, unknown>; readonly rss: ReadonlyArray<Record<string, unknown>>; readonly to: number; readonly want: number | string }> = [
+      { name: "after a rollout", d: deploy("2"), rss: [rs(1, "a"), rs(2, "b")], to: 0, want: 1 },
+      { name: "annotation still names the old revision", d: deploy("1"), rss: [rs(2, "b"), rs(1, "a")], to: 0, want: 1 },
+      { name: "three revisions", d: deploy("3"), rss: [rs(1, "a"), rs(3, "c"), rs(2, "b")], to: 0, want: 2 },
+      { name: "an explicit revision", d: deploy("3"), rss: [rs(1, "a"), rs(2, "b"), rs(3, "c")], to: 1, want: 1 },
+      { name: "only one revision", d: deploy("1"), rss: [rs(1, "a")], to: 0, want: "no rollout history found for deployment" },
+      { name: "another Deployment's ReplicaSet", d: deploy("2"), rss: [rs(1, "a", "other"), rs(2, "b")], to: 0, want: "no rollout history found for deployment" },
+      { name: "a missing revision", d: deploy("2"), rss: [rs(1, "a"), rs(2, "b")], to: 7, want: "unable to find specified revision 7 in history" }
+    ]
+    for (const c of cases) {
+      const got = Rollout.undoTarget(c.d, c.rss, c.to)
+      expect(typeof got === "string" ? got : got.revision, c.name).toBe(c.want)
+      if (typeof got !== "string") expect((got.template as { metadata: { labels: object } }).metadata.labels, c.name).toEqual({ app: "web" })
+    }
+  })
+
   it("formats ages as kubectl does", () => {
     expect([Age.human(45_000), Age.human(330_000), Age.human(3 * 3600_000 + 60_000), Age.human(50 * 3600_000)]).toEqual(["45s", "5m30s", "3h1m", "2d2h"])
     expect(Age.parseDuration("1h30m")).toBe(5400)

@@ -118,7 +118,10 @@ const undo = (s: Session, t: Terminal, args: ReadonlyArray<string>, o: { toRevis
     const lostRace = (e: unknown) => {
       if ((e as { readonly _tag?: unknown })._tag !== "ApiError") return false
       const status = (e as ApiError.ApiError).status
-      return status.code === 409 || (status.code === 422 && /test/i.test(status.message ?? ""))
+      // kube-apiserver's 422 for a patch that does not apply has a fixed message; which operation
+      // failed is in the causes.
+      const causes = status.details?.causes ?? []
+      return status.code === 409 || (status.code === 422 && causes.some((c) => /test failed/.test(c.message ?? "")))
     }
     yield* Effect.retry(attempt, { while: lostRace, times: 5 })
     t.out(`${Resources.typeName(x.info)}/${x.name} rolled back\n`)
