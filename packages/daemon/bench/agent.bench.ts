@@ -123,8 +123,21 @@ const clear = async (server: BenchServer.BenchServer, phase: string, names: Read
   }
 }
 
+/** Wait for dev's node to be Ready: it registers a moment after the API answers. */
+const nodeReady = async (server: BenchServer.BenchServer) => {
+  const deadline = Date.now() + 60_000
+  for (;;) {
+    const r = await server.send("GET", "/api/v1/nodes")
+    const nodes = (JSON.parse(r.body.toString()) as { items?: Array<{ status?: { conditions?: Array<{ type: string; status: string }> } }> }).items ?? []
+    if (nodes.some((n) => n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"))) return
+    if (Date.now() > deadline) throw new Error("no Ready node 60 s after dev started")
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+}
+
 const server = await BenchServer.start((process.env["FLEET_BENCH_DEV_FLAGS"] ?? "").split(" ").filter((f) => f !== ""), "dev")
 try {
+  await nodeReady(server)
   const burst = await measure(server, "burst", { concurrency })
   console.log(JSON.stringify({ bench: "agent.pod_startup.p99", unit: "ms", value: burst.value, params: burst.params }))
   await clear(server, "burst", burst.names)

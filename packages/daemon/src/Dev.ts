@@ -3,23 +3,25 @@
  * server with its controllers and scheduler over embedded SQLite, the built-in box (process
  * driver) and one node agent that runs pods as processes on this host.
  *
- *   Server.run ─▶ alongside: Box.start (DATA/box, socket DATA/box/box.sock)
- *                             AgentProcess.run (node token in memory, the API in-process)
- *                             NodeAccess (logs, exec, signal from the box) · usage → metrics.k8s.io
+ *   Server.run ─▶ alongside: NodeThread (a worker thread): Box.start (DATA/box, socket DATA/box/box.sock)
+ *                                                          AgentProcess.run (node token in memory, the API in-process)
+ *                             NodeAccess (logs, exec, signal from the box's socket) · usage → metrics.k8s.io
  *
  * Ctrl-C stops every workload the agent runs (graceful stops, then SIGKILL) before the box and the
  * server go: nothing is left behind. A dev process that dies without that (SIGKILL, a crash)
  * leaves its containers under their shims; the next start adopts them instead of starting copies.
  */
-import { AgentUsage, InProcess, NodeAccess, ServiceCatalog } from "@koder/fleet-core"
-import { Duration, Effect, Either, Schedule } from "effect"
+import { AgentUsage, Client, InProcess, MetricRegistry, NodeAccess, ServiceCatalog } from "@koder/fleet-core"
+import { KboxClient } from "@koder/fleet-kbox-client"
+import { Deferred, Duration, Effect, Either, Exit, FiberId, Schedule } from "effect"
 import { homedir } from "node:os"
 import { join, resolve } from "node:path"
-import * as AgentProcess from "./agent/AgentProcess.js"
+import type { Worker } from "node:worker_threads"
 import * as HostFacts from "./agent/HostFacts.js"
-import * as Box from "./box/Box.js"
+import * as NodeThread from "./agent/NodeThread.js"
 import { ConfigError } from "./DaemonError.js"
 import * as ServiceProxy from "./net/ServiceProxy.js"
+import * as Logging from "./observability/Logging.js"
 import * as Server from "./Server.js"
 
 /** `koder-fleet dev --help`. */
@@ -82,49 +84,52 @@ export const parseFlags = (argv: ReadonlyArray<string>, env: Readonly<Record<str
   })
 }
 
-/** The box, the agent and what the API reaches them by, inside the server's scope. */
-const alongside = (config: Config) => (context: Server.Alongside) =>
+/** The node (box and agent, in their own thread) and what the API reaches them by, inside the server's scope. */
+const alongside = (config: Config, thread: Worker, lost: Deferred.Deferred<never, { readonly message: string }>) => (context: Server.Alongside) =>
+  Effect.forkScoped(node(config, thread, lost, context).pipe(Effect.catchAll((e) => Deferred.fail(lost, e)))).pipe(Effect.asVoid)
+
+/**
+ * The node, started beside the server rather than before its "ready": its thread loads the
+ * agent's and the box's modules on the other core meanwhile, and it registers a moment after.
+ */
+const node = (config: Config, thread: Worker, lost: Deferred.Deferred<never, { readonly message: string }>, context: Server.Alongside) =>
   Effect.gen(function* () {
     const dataDir = config.server.dataDir
-    const boxDir = join(dataDir, "box")
-    const boxConfig = Box.parseFlags(["--data-dir", boxDir, "--socket", join(boxDir, "box.sock")])
-    if (typeof boxConfig === "string") return yield* Effect.fail(new ConfigError({ message: boxConfig }))
-    const box = yield* Effect.acquireRelease(
-      Effect.tryPromise({
-        try: () => Box.start(boxConfig),
-        catch: (e) => new ConfigError({ message: `cannot start the box in ${boxDir}: ${e instanceof Error ? e.message : String(e)}` })
-      }),
-      (b) => Effect.promise(() => b.close())
-    )
-    const running = yield* AgentProcess.run({
-      server: context.server,
-      token: context.nodeToken(config.nodeName),
-      // The agent talks to the API in-process: same checks (authentication as its node, RBAC,
-      // NodeRestriction), no TLS round trip to ourselves, no WHATWG Request/Response per call.
-      fetch: InProcess.fetch(context.handle, { client: `system:node:${config.nodeName}` }),
-      transport: InProcess.transport(context.handle, { client: `system:node:${config.nodeName}` }),
-      boxSocket: box.socketPath,
-      // The agent drives the embedded box directly: no kbox HTTP round trip per runtime call.
-      runtime: box.runtime,
-      nodeName: config.nodeName,
-      dataDir: join(dataDir, "agent"),
-      reserved: config.reserved,
-      region: config.server.region,
-      ...(context.dns === undefined ? {} : { clusterDns: `${context.dns.host}:${context.dns.port}` })
-    }).pipe(Effect.mapError((e) => new ConfigError({ message: e.message })))
+    const token = context.nodeToken(config.nodeName)
+    const logging = Logging.settings()
+    const node = yield* NodeThread.start({
+      worker: thread,
+      // The agent's requests, answered in-process here: same checks (authentication as its node,
+      // RBAC, NodeRestriction), no TLS round trip to ourselves.
+      handle: context.handle,
+      registry: yield* MetricRegistry.MetricRegistry,
+      onLost: (message) => Deferred.unsafeDone(lost, Exit.fail({ message })),
+      data: {
+        server: context.server,
+        token,
+        nodeName: config.nodeName,
+        boxDir: join(dataDir, "box"),
+        agentDir: join(dataDir, "agent"),
+        reserved: config.reserved,
+        region: config.server.region,
+        clusterDns: context.dns === undefined ? undefined : `${context.dns.host}:${context.dns.port}`,
+        logging: logging === undefined ? undefined : { format: logging.format, level: logging.level.label }
+      }
+    })
+    // Logs, exec, signals and usage: from the box over its socket, as a server reaches a node's box.
+    const box = yield* KboxClient.make({ socketPath: node.socketPath })
     // NodePort and LoadBalancer Services, proxied on this host to the pods' host ports.
-    yield* ServiceProxy.make({ catalog: yield* ServiceCatalog.make(running.client), nodeAddress: config.nodePortAddress })
-    // Runs before the box closes (finalizers run in reverse): Ctrl-C ends every workload.
-    yield* Effect.addFinalizer(() => running.agent.stopAll)
-    context.setLocalNodes(new Map([[running.nodeName, NodeAccess.fromRuntime(box.runtime, running.nodeName)]]))
+    const client = Client.make({ server: context.server, token, transport: InProcess.transport(context.handle, { client: `system:node:${node.nodeName}` }) })
+    yield* ServiceProxy.make({ catalog: yield* ServiceCatalog.make(client), nodeAddress: config.nodePortAddress })
+    context.setLocalNodes(new Map([[node.nodeName, NodeAccess.fromRuntime(box, node.nodeName)]]))
     yield* Effect.forkScoped(
-      AgentUsage.report(box.runtime, Duration.toMillis(config.usageInterval)).pipe(
-        Effect.flatMap((report) => context.metrics.record(running.nodeName, report)),
+      AgentUsage.report(box, Duration.toMillis(config.usageInterval)).pipe(
+        Effect.flatMap((report) => context.metrics.record(node.nodeName, report)),
         Effect.catchAll(() => Effect.void),
         Effect.repeat(Schedule.spaced(config.usageInterval))
       )
     )
-    console.log(`koder-fleet dev: node ${running.nodeName} runs pods as processes (box ${box.info.name} ${box.info.version}, socket ${box.socketPath})`)
+    console.log(`koder-fleet dev: node ${node.nodeName} runs pods as processes (box ${node.box.name} ${node.box.version}, socket ${node.socketPath})`)
   })
 
 /** `koder-fleet dev ...`: the exit code. */
@@ -150,5 +155,11 @@ export const main = async (args: ReadonlyArray<string>): Promise<number> => {
       ].join("\n")
     )
   )
-  return Server.mainWith(config.right.server, "dev", alongside(config.right), ready)
+  const thread = NodeThread.spawn()
+  const lost = Deferred.unsafeMake<never, { readonly message: string }>(FiberId.none)
+  try {
+    return await Server.mainWith(config.right.server, "dev", alongside(config.right, thread, lost), ready, Effect.raceFirst(Server.signal, Deferred.await(lost)))
+  } finally {
+    await thread.terminate()
+  }
 }

@@ -239,7 +239,7 @@ const openStore = (config: Config["store"]) =>
     : PgStore.make(config.schema === undefined ? { url: config.url } : { url: config.url, schema: config.schema })
 
 /** Resolves on the first SIGTERM or SIGINT; a second one exits at once. */
-const signal: Effect.Effect<NodeJS.Signals> = Effect.async((resume) => {
+export const signal: Effect.Effect<NodeJS.Signals> = Effect.async((resume) => {
   const on = (s: NodeJS.Signals) => {
     process.off("SIGTERM", on)
     process.off("SIGINT", on)
@@ -280,7 +280,7 @@ export interface Alongside {
 /** Run the server until `stop` completes (default: a signal), then drain and close. */
 export const run = (
   config: Config,
-  stop: Effect.Effect<unknown> = signal,
+  stop: Effect.Effect<unknown, { readonly message: string }> = signal,
   alongside?: (context: Alongside) => Effect.Effect<void, DaemonError | { readonly message: string }, Scope.Scope>,
   role = "server",
   ready: Effect.Effect<void> = Effect.void
@@ -456,9 +456,11 @@ export const mainWith = async (
   config: Config,
   role: string,
   alongside?: (context: Alongside) => Effect.Effect<void, DaemonError | { readonly message: string }, Scope.Scope>,
-  ready?: Effect.Effect<void>
+  ready?: Effect.Effect<void>,
+  /** What ends the server (default: a signal); a failure ends it too, after the drain, with exit code 1. */
+  stop: Effect.Effect<unknown, { readonly message: string }> = signal
 ): Promise<number> => {
-  const exit = await Effect.runPromiseExit(Logging.provide(run(config, signal, alongside, role, ready)))
+  const exit = await Effect.runPromiseExit(Logging.provide(run(config, stop, alongside, role, ready)))
   if (Exit.isSuccess(exit)) return 0
   const failure = Cause.failureOption(exit.cause).pipe(
     Option.match({ onNone: () => Cause.pretty(exit.cause), onSome: (e) => e.message })

@@ -212,8 +212,12 @@ describe("koder-fleet dev", () => {
               resolve(text)
             }
           })
-          // The stream is open: now make the process write.
-          void get(hostPort(p!), "/live-marker")
+          // The stream is open: now make the process write, until a line arrives (the node's box
+          // may take a moment to subscribe to the output after the API has answered).
+          const poke = () => void get(hostPort(p!), "/live-marker")
+          poke()
+          const again = setInterval(() => (text.includes("served /live-marker") ? clearInterval(again) : poke()), 250)
+          res.on("close", () => clearInterval(again))
         }
       )
       req.on("error", (e) => (e.message.includes("socket hang up") ? undefined : reject(e)))

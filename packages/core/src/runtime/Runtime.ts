@@ -572,7 +572,7 @@ export const matchesContainer = (c: Container, filter: ContainerFilter | undefin
     matchesLabels(c.spec.labels, filter.labels))
 
 /** Does a sandbox pass a filter? */
-export const matchesSandbox = (s: Sandbox, filter: SandboxFilter | undefined): boolean =>
+export const matchesSandbox = (s: Pick<Sandbox, "spec">, filter: SandboxFilter | undefined): boolean =>
   filter === undefined ||
   ((filter.podUid === undefined || s.spec.podUid === filter.podUid) && matchesLabels(s.spec.labels, filter.labels))
 

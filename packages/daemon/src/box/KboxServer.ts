@@ -9,10 +9,11 @@
 import { Runtime } from "@koder/fleet-core"
 import { KboxWire } from "@koder/fleet-kbox-client"
 import { Cause, Effect, Exit, Fiber, Option, ParseResult, Schema, Stream } from "effect"
-import { chmodSync, existsSync, mkdirSync, unlinkSync } from "node:fs"
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmdirSync, unlinkSync } from "node:fs"
+import { isMainThread } from "node:worker_threads"
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http"
 import { connect } from "node:net"
-import { dirname } from "node:path"
+import { dirname, join } from "node:path"
 
 /** Largest request body accepted (specs and exec requests are small). */
 const maxBody = 4 * 1024 * 1024
@@ -231,17 +232,24 @@ export const serve = async (rt: Runtime.RuntimeService, socketPath: string): Pro
   server.requestTimeout = 0
   server.headersTimeout = 60_000
   server.keepAliveTimeout = 30_000
+  // Created with no permission for others from the first moment, then made exactly 0600: under a
+  // umask of 0177, or, in a worker thread (dev mode's node), where the umask cannot be set, in a
+  // private directory beside it and then renamed into place (the socket stays bound).
+  const bindAt = isMainThread ? socketPath : join(mkdtempSync(join(dirname(socketPath), ".bind-")), "box.sock")
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject)
-    // Created with no permission for others from the first moment, then made exactly 0600.
-    const umask = process.umask(0o177)
-    server.listen(socketPath, () => {
-      process.umask(umask)
+    const umask = isMainThread ? process.umask(0o177) : undefined
+    server.listen(bindAt, () => {
+      if (umask !== undefined) process.umask(umask)
       server.off("error", reject)
       resolve()
     })
   })
-  chmodSync(socketPath, 0o600)
+  chmodSync(bindAt, 0o600)
+  if (bindAt !== socketPath) {
+    renameSync(bindAt, socketPath)
+    rmdirSync(dirname(bindAt))
+  }
   return {
     socketPath,
     server,

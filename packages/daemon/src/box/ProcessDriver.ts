@@ -270,6 +270,8 @@ export class ProcessDriver {
   private readonly writing = new Map<string, { text: string | undefined; readonly done: Promise<void> }>()
   /** Sizes of the record files this box wrote (rewritten in place: see writeRecord). */
   private readonly recordSizes = new Map<string, number>()
+  /** When a view last looked for a container's main process (until it is found). */
+  private readonly mainLookedUp = new Map<string, number>()
   /** Pods whose cgroup this box created (a pod it adopted may have lost its cgroup: see launch). */
   private readonly podCgroups = new Set<string>()
   /**
@@ -756,7 +758,10 @@ export class ProcessDriver {
   }
 
   listSandboxes(filter?: Runtime.SandboxFilter): Array<Runtime.Sandbox> {
-    return [...this.sandboxes.values()].map((s) => this.sandboxOf(s)).filter((s) => Runtime.matchesSandbox(s, filter))
+    // Matched on the records first: a view reads /proc (is the holder alive?), and the agent
+    // lists one pod's sandbox per sync, so viewing them all made N pods cost O(N²) reads.
+    const asked = [...this.sandboxes.values()].filter((s) => Runtime.matchesSandbox(s, filter))
+    return asked.map((s) => this.sandboxOf(s))
   }
 
   async removeSandbox(id: string): Promise<void> {
@@ -855,7 +860,14 @@ export class ProcessDriver {
   }
 
   private view(rec: ContainerRecord): Runtime.Container {
-    this.findMain(rec)
+    // The status's pid, for a view: isolated, the main process appears a moment after the start,
+    // and a lookup reads /proc twice; every sync of a starting pod viewing its container made that
+    // a cost per view, so views look at most every 100 ms (inspect and exec wait for it instead).
+    const at = Date.now()
+    if (rec.main === undefined && at - (this.mainLookedUp.get(rec.id) ?? 0) >= 100) {
+      this.mainLookedUp.set(rec.id, at)
+      if (this.findMain(rec) !== undefined) this.mainLookedUp.delete(rec.id)
+    }
     return { id: rec.id, spec: rec.spec, status: rec.status, createdAt: rec.createdAt }
   }
 
@@ -1056,6 +1068,7 @@ export class ProcessDriver {
     await this.writing.get(join(this.containerDir(id), "state.json"))?.done
     rmSync(this.containerDir(id), { recursive: true, force: true })
     this.recordSizes.delete(join(this.containerDir(id), "state.json"))
+    this.mainLookedUp.delete(id)
   }
 
   async listContainers(filter?: Runtime.ContainerFilter): Promise<Array<Runtime.Container>> {

@@ -129,6 +129,9 @@ export const layer = (settings: Settings, write?: (line: string) => void): Layer
 
 let current: Settings | undefined
 
+/** The process's settings, when main has set them (a worker thread is given them). */
+export const settings = (): Settings | undefined => current
+
 /** Set the process's settings (main does, from the command line). */
 export const configure = (settings: Settings): void => {
   current = settings

@@ -1,0 +1,77 @@
+/**
+ * The entry of dev mode's node thread (`NodeThread`): the box and the agent, the agent talking to
+ * the main thread's API over the port it was given. It loads its modules, waits for "start". It answers "ready" once the agent runs (or
+ * "failed"), sends its metrics every second, and on "stop" ends every workload, closes the box
+ * and answers "stopped".
+ */
+import { MetricRegistry } from "@koder/fleet-core"
+import { Cause, Effect, Exit, LogLevel, Option } from "effect"
+import { join } from "node:path"
+import { parentPort, type MessagePort } from "node:worker_threads"
+import * as Box from "../box/Box.js"
+import * as PortTransport from "../internal/PortTransport.js"
+import * as Logging from "../observability/Logging.js"
+import * as AgentProcess from "./AgentProcess.js"
+import type { FromWorker, ToWorker, WorkerData } from "./NodeThread.js"
+
+const control = parentPort!
+const post = (message: FromWorker) => control.postMessage(message)
+// The modules are loaded (the imports above): wait for what to run.
+const { data, api } = await new Promise<{ readonly data: WorkerData; readonly api: MessagePort }>((resolve) => {
+  const on = (m: ToWorker) => {
+    if (m.t !== "start") return
+    control.off("message", on)
+    resolve(m)
+  }
+  control.on("message", on)
+})
+
+const stopAsked = Effect.async<void>((resume) => {
+  const on = (m: ToWorker) => {
+    if (m.t !== "stop") return
+    control.off("message", on)
+    resume(Effect.void)
+  }
+  control.on("message", on)
+})
+
+const node = Effect.gen(function* () {
+  const boxConfig = Box.parseFlags(["--data-dir", data.boxDir, "--socket", join(data.boxDir, "box.sock")])
+  if (typeof boxConfig === "string") return yield* Effect.fail({ message: boxConfig })
+  const box = yield* Effect.acquireRelease(
+    Effect.tryPromise({
+      try: () => Box.start(boxConfig),
+      catch: (e) => ({ message: `cannot start the box in ${data.boxDir}: ${e instanceof Error ? e.message : String(e)}` })
+    }),
+    (b) => Effect.promise(() => b.close())
+  )
+  const running = yield* AgentProcess.run({
+    server: data.server,
+    token: data.token,
+    transport: PortTransport.transport(api),
+    boxSocket: box.socketPath,
+    // The agent drives the box of its own thread directly: no kbox HTTP round trip per call.
+    runtime: box.runtime,
+    nodeName: data.nodeName,
+    dataDir: data.agentDir,
+    reserved: data.reserved,
+    ...(data.region === undefined ? {} : { region: data.region }),
+    ...(data.clusterDns === undefined ? {} : { clusterDns: data.clusterDns })
+  })
+  // Runs before the box closes (finalizers run in reverse): a stop ends every workload.
+  yield* Effect.addFinalizer(() => running.agent.stopAll)
+  const metrics = setInterval(() => post({ t: "metrics", families: MetricRegistry.global.snapshot() }), 1000)
+  yield* Effect.addFinalizer(() => Effect.sync(() => clearInterval(metrics)))
+  post({ t: "ready", nodeName: running.nodeName, socketPath: box.socketPath, box: { name: box.info.name, version: box.info.version } })
+  yield* stopAsked
+})
+
+const level = LogLevel.allLevels.find((l) => l.label === data.logging?.level)
+if (data.logging !== undefined && level !== undefined) Logging.configure({ format: data.logging.format, level })
+const exit = await Effect.runPromiseExit(Logging.provide(Effect.scoped(node)))
+if (Exit.isFailure(exit)) {
+  const failure = Cause.failureOption(exit.cause).pipe(Option.match({ onNone: () => Cause.pretty(exit.cause), onSome: (e) => e.message }))
+  post({ t: "failed", message: failure })
+} else post({ t: "stopped" })
+api.close()
+control.close()
