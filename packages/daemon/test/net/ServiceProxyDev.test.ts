@@ -133,11 +133,15 @@ describe("NodePort and LoadBalancer Services in koder-fleet dev", () => {
     process.kill(pid!, "SIGKILL")
     // A connection accepted in the instant before the kernel closes the dead process's socket is
     // reset after it was established, which no layer-4 proxy can hide: the claim is about after
-    // the process is dead (a zombie or reaped: its sockets are closed either way).
+    // the process is dead, with every thread of it (node has several: a zombie leader's sockets
+    // stay open until its last thread has exited) a zombie or reaped.
     const dead = () => {
       try {
-        const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-        return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) === "Z" ? true : undefined
+        for (const tid of readdirSync(`/proc/${pid}/task`)) {
+          const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8")
+          if (stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z") return undefined
+        }
+        return true
       } catch {
         return true
       }

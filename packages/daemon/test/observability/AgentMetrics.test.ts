@@ -3,7 +3,7 @@
  * server's client certificate present a bearer token the agent checks with the API server (a
  * SelfSubjectAccessReview of `get /metrics`); the series include the pod start latency.
  */
-import { mkdtemp, rm } from "node:fs/promises"
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises"
 import { request as httpsRequest } from "node:https"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -20,6 +20,18 @@ const scrape = (port: number, token?: string) =>
     req.on("error", reject)
     req.end()
   })
+
+// The workload's command line carries this, so its processes can be found (and none left behind).
+const marker = `agent-metrics-${process.pid}-${Date.now()}`
+const workload = async (): Promise<Array<number>> => {
+  const pids: Array<number> = []
+  for (const name of await readdir("/proc")) {
+    if (!/^\d+$/.test(name)) continue
+    const cmdline = await readFile(`/proc/${name}/cmdline`, "utf8").catch(() => "")
+    if (cmdline.includes(marker) && !cmdline.includes("vitest")) pids.push(Number(name))
+  }
+  return pids
+}
 
 describe("an agent's /metrics", () => {
   let dir: string
@@ -53,11 +65,15 @@ describe("an agent's /metrics", () => {
   }, 90_000)
 
   afterAll(async () => {
-    // Containers outlive their box by design: the pod goes first, so its process does not outlive the test.
+    // Containers outlive their box by design: the pod goes first, and the agent must have ended its
+    // process (the pod object can be gone before that) before the agent and the box are killed.
     if (http !== undefined) {
       await http.send("DELETE", "/api/v1/namespaces/default/pods/sleeper", { token: admin }).catch(() => undefined)
       await eventually(async () => ((await http.send("GET", "/api/v1/namespaces/default/pods/sleeper", { token: admin })).status === 404 ? true : undefined), 30_000, "the pod gone").catch(() => undefined)
+      await eventually(async () => ((await workload()).length === 0 ? true : undefined), 30_000, "the workload's process gone").catch(() => undefined)
     }
+    // Whatever is still running now would outlive the test: end it.
+    for (const pid of await workload()) process.kill(pid, "SIGKILL")
     http?.close()
     for (const p of [agent?.child, box?.child, api?.child]) if (p !== undefined && p.exitCode === null) p.kill("SIGKILL")
     await rm(dir, { recursive: true, force: true })
@@ -77,7 +93,7 @@ describe("an agent's /metrics", () => {
       apiVersion: "v1",
       kind: "Pod",
       metadata: { name: "sleeper" },
-      spec: { nodeName: "metrics-node", containers: [{ name: "main", image: "node:20", command: ["node", "-e", "setInterval(() => {}, 1000)"] }] }
+      spec: { nodeName: "metrics-node", containers: [{ name: "main", image: "node:20", command: ["node", "-e", `setInterval(() => {}, 1000) // ${marker}`] }] }
     })
     expect(created.status).toBe(201)
     await eventually(async () => ((await http.send("GET", "/api/v1/namespaces/default/pods/sleeper", { token: admin })).json()["status"] as any)?.phase === "Running" || undefined, 30_000, "the pod Running")
