@@ -129,9 +129,9 @@ export const make = (config: Config) => {
   const transport = config.transport
   const encoder = new TextEncoder()
   /** `url` (path and query) through the transport; a JSON body comes back as its own copy. */
-  const send = (send: Transport, method: string, url: string, headers: Record<string, string>, body?: Uint8Array) => {
+  const send = (via: Transport, method: string, url: string, headers: Record<string, string>, body?: Uint8Array) => {
     const q = url.indexOf("?")
-    return send({
+    return via({
       method,
       path: decodeURIComponent(q < 0 ? url : url.slice(0, q)),
       query: new URLSearchParams(q < 0 ? "" : url.slice(q + 1)),
