@@ -8,7 +8,7 @@
  * namespace (`nsenter --net=PATH`).
  */
 import { spawn } from "node:child_process"
-import * as Tools from "./Tools.js"
+import { which } from "./Tools.js"
 
 /** A command that failed: its argv and what it printed. */
 export class CommandError extends Error {
@@ -21,8 +21,6 @@ export class CommandError extends Error {
   }
 }
 
-/** Absolute path of a tool on PATH or in the standard directories. */
-export const which = Tools.which
 
 /** Where to run: the caller's network namespace, or the one at `netns` (a `/proc/PID/ns/net` path). */
 export interface Where {

@@ -5,9 +5,10 @@
  * read-only /proc and /sys paths, /dev), so images behave as they would there.
  */
 import type { Runtime } from "@koder/fleet-core"
+import { defaultPath } from "./Tools.js"
 
-/** The PATH a container gets when its env has none (Docker's default). */
-export const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+/** The PATH a container gets when its env has none (Docker's default; the box's tool search path too). */
+export { defaultPath }
 
 /** Docker's default capability set (what an unprivileged container's root keeps). */
 export const defaultCapabilities: ReadonlyArray<string> = [

@@ -16,13 +16,14 @@ import { PodCidr } from "@koder/fleet-core"
 import { Either } from "effect"
 import { existsSync, writeFileSync } from "node:fs"
 import * as Nftables from "./Nftables.js"
+import { which } from "./Tools.js"
 
 /** The bridge pods are attached to (as the issue and flannel's `cni0` name it for Fleet). */
 export const defaultBridge = "fleet0"
 
 /** Whether this host can give pods their own network: root, iproute2 and nsenter. */
 export const available = (): boolean =>
-  process.getuid?.() === 0 && Nftables.which("ip") !== undefined && Nftables.which("nsenter") !== undefined
+  process.getuid?.() === 0 && which("ip") !== undefined && which("nsenter") !== undefined
 
 /** The pod's network namespace, as long as its holder (pid 1 of the pod) lives. */
 export const netnsPath = (holderPid: number): string => `/proc/${holderPid}/ns/net`

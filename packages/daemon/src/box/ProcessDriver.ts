@@ -65,8 +65,6 @@ export interface Options {
 /** What the driver reports as its version. */
 export const version = "0.1.0"
 
-/** The PATH a container gets when its env has none (Docker's default). */
-
 /** Output of an exec kept per stream; more is cut (an exec is a probe or a command, not a pipe). */
 const maxExecOutput = 4 * 1024 * 1024
 
@@ -150,7 +148,6 @@ const privateShmDir = (dataDir: string): string | undefined => {
     return undefined
   }
 }
-
 
 // Temporary siblings are named by this process and a counter: one box per data dir (its lock),
 // and no random bytes to draw for each of a pod start's several writes.

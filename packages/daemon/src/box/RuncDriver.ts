@@ -151,7 +151,6 @@ const notFound = (kind: Runtime.ObjectKind, id: string) =>
 const invalid = (message: string) => new Runtime.Invalid({ message })
 const unavailable = (message: string) => new Runtime.Unavailable({ message })
 
-
 const writeJson = (path: string, value: unknown) => {
   const tmp = `${path}.${randomBytes(4).toString("hex")}.tmp`
   writeFileSync(tmp, JSON.stringify(value), { mode: 0o600 })
