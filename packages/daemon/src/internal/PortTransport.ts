@@ -12,9 +12,8 @@
  * JSON bodies cross as text (the client parses its own copy anyway); watch chunks cross as copies
  * whose buffers are transferred, never as views of a pooled buffer.
  */
-import type { Http, InProcess } from "@koder/fleet-core"
-import type { Client } from "@koder/fleet-core"
-import { Effect, Fiber, Runtime, Stream, type Scope } from "effect"
+import { Status, type Client, type Http, type InProcess } from "@koder/fleet-core"
+import { Cause, Effect, Fiber, Runtime, Stream, type Scope } from "effect"
 import type { MessagePort } from "node:worker_threads"
 
 type Request = {
@@ -49,8 +48,9 @@ export const serve = (port: MessagePort, handle: InProcess.Handle, client: strin
     const run = Runtime.runFork(runtime)
     const open = new Map<number, Fiber.RuntimeFiber<void, unknown>>()
     const post = (reply: Reply, transfer?: ReadonlyArray<ArrayBuffer>) => port.postMessage(reply, transfer as Array<ArrayBuffer> | undefined)
-    const answer = (request: Request) =>
-      Effect.gen(function* () {
+    const answer = (request: Request) => {
+      let streaming = false
+      return Effect.gen(function* () {
         const response = yield* handle({
           method: request.method,
           path: request.path,
@@ -64,6 +64,7 @@ export const serve = (port: MessagePort, handle: InProcess.Handle, client: strin
           return post({ t: "json", id: request.id, status: response.status, headers: response.headers, body })
         }
         post({ t: "head", id: request.id, status: response.status, headers: response.headers })
+        streaming = true
         yield* Stream.runForEach(response.body, (data) =>
           Effect.sync(() => {
             const copy = own(data)
@@ -71,7 +72,19 @@ export const serve = (port: MessagePort, handle: InProcess.Handle, client: strin
           })
         )
         post({ t: "end", id: request.id })
-      })
+      }).pipe(
+        // The caller waits for an answer whatever happens here: a handler that dies answers 500 (as
+        // the HTTP layer does), a stream that dies ends the watch. A cancelled one needs nothing.
+        Effect.catchAllCause((cause) =>
+          Effect.sync(() => {
+            if (Cause.isInterruptedOnly(cause)) return
+            if (streaming) return post({ t: "end", id: request.id })
+            const status = Status.internalError(`${request.method} ${request.path} failed`)
+            post({ t: "json", id: request.id, status: 500, headers: { "content-type": "application/json" }, body: JSON.stringify(status) })
+          })
+        )
+      )
+    }
     const onMessage = (message: Request | Cancel) => {
       if (message.t === "cancel") {
         const fiber = open.get(message.id)

@@ -85,6 +85,20 @@ describe("Client over PortTransport", () => {
     await until(() => open() === 0, "the interrupted watch to end where it is served")
   })
 
+  it("answers 500 when the handler dies, and ends a watch whose stream dies", async () => {
+    const dies: InProcess.Handle = (request) =>
+      request.query.get("watch") === "true"
+        ? Effect.succeed({ _tag: "Stream", status: 200, headers: {}, body: Stream.concat(Stream.make(Buffer.from(`${JSON.stringify({ type: "ADDED", object: { kind: "ConfigMap", metadata: { name: "a" } } })}\n`)), Stream.die(new Error("boom"))) })
+        : Effect.die(new Error("boom"))
+    const { client, open } = await across(dies)
+    const failed = await failure(client.get(ConfigMapRef, "a", "c"))
+    expect(failed.status.code).toBe(500)
+    const seen: Array<string> = []
+    await run(Stream.runForEach(client.watchOnce(ConfigMapRef, { namespace: "a" }), (e) => Effect.sync(() => void seen.push(e.type))))
+    expect(seen).toEqual(["ADDED"])
+    await until(() => open() === 0, "the dead watch to end where it is served")
+  })
+
   it("ends a watch with the ERROR event's Status, after the events before it", async () => {
     const lines = [
       { type: "ADDED", object: { kind: "ConfigMap", metadata: { name: "a", resourceVersion: "5" } } },
