@@ -74,9 +74,10 @@ export const spawn = (): Worker => {
 }
 
 /**
- * Start the node in `worker` (from `spawn`), answering its API requests with `handle`, and wait until its agent runs.
- * The scope's close ends every workload and then the thread. A worker that dies on its own ends
- * `onLost` (its workloads stay under their shims; the next start adopts them).
+ * Start the node in `worker` (from `spawn`), answering its API requests with `handle`, and wait
+ * until its agent runs. The scope's close ends every workload and then the thread. A thread that
+ * fails or exits on its own later is reported to `onLost` (its workloads stay under their shims;
+ * the next start adopts them).
  */
 export const start = (options: {
   readonly worker: Worker

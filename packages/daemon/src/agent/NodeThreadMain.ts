@@ -1,8 +1,8 @@
 /**
  * The entry of dev mode's node thread (`NodeThread`): the box and the agent, the agent talking to
- * the main thread's API over the port it was given. It loads its modules, waits for "start". It answers "ready" once the agent runs (or
- * "failed"), sends its metrics every second, and on "stop" ends every workload, closes the box
- * and answers "stopped".
+ * the main thread's API over the port it was given. It loads its modules, then waits for "start";
+ * it answers "ready" once the agent runs (or "failed"), sends its metrics every second, and on
+ * "stop" ends every workload, closes the box and answers "stopped".
  */
 import { MetricRegistry } from "@koder/fleet-core"
 import { Cause, Effect, Exit, LogLevel, Option } from "effect"

@@ -9,7 +9,7 @@
 import { Runtime } from "@koder/fleet-core"
 import { KboxWire } from "@koder/fleet-kbox-client"
 import { Cause, Effect, Exit, Fiber, Option, ParseResult, Schema, Stream } from "effect"
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmdirSync, unlinkSync } from "node:fs"
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, unlinkSync } from "node:fs"
 import { isMainThread } from "node:worker_threads"
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http"
 import { connect } from "node:net"
@@ -236,19 +236,21 @@ export const serve = async (rt: Runtime.RuntimeService, socketPath: string): Pro
   // umask of 0177, or, in a worker thread (dev mode's node), where the umask cannot be set, in a
   // private directory beside it and then renamed into place (the socket stays bound).
   const bindAt = isMainThread ? socketPath : join(mkdtempSync(join(dirname(socketPath), ".bind-")), "box.sock")
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject)
-    const umask = isMainThread ? process.umask(0o177) : undefined
-    server.listen(bindAt, () => {
-      if (umask !== undefined) process.umask(umask)
-      server.off("error", reject)
-      resolve()
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject)
+      const umask = isMainThread ? process.umask(0o177) : undefined
+      server.listen(bindAt, () => {
+        if (umask !== undefined) process.umask(umask)
+        server.off("error", reject)
+        resolve()
+      })
     })
-  })
-  chmodSync(bindAt, 0o600)
-  if (bindAt !== socketPath) {
-    renameSync(bindAt, socketPath)
-    rmdirSync(dirname(bindAt))
+    chmodSync(bindAt, 0o600)
+    if (bindAt !== socketPath) renameSync(bindAt, socketPath)
+  } finally {
+    // The private directory goes whether the bind worked or not.
+    if (bindAt !== socketPath) rmSync(dirname(bindAt), { recursive: true, force: true })
   }
   return {
     socketPath,
