@@ -100,8 +100,11 @@ export class Writer {
   private ended: Promise<void> = Promise.resolve()
 
   constructor(
+    /** Where the log files are. */
     private readonly dir: string,
-    private readonly rotation: Rotation
+    private readonly rotation: Rotation,
+    /** Where the container's `stdout.fifo` and `stderr.fifo` are (default: `dir`). */
+    private readonly fifoDir: string = dir
   ) {}
 
   private open(): number {
@@ -125,7 +128,7 @@ export class Writer {
       // what a quick workload wrote into it outlive the shim until the box has read it (the end
       // then comes from the container's `exit` file and `drainNow`, not from end of file).
       const flags = options.holdOpen === true ? constants.O_RDWR : constants.O_RDONLY
-      const fd = openSync(join(this.dir, `${stream}.fifo`), flags | constants.O_NONBLOCK)
+      const fd = openSync(join(this.fifoDir, `${stream}.fifo`), flags | constants.O_NONBLOCK)
       const socket = new Socket({ fd, readable: true, writable: false })
       this.sockets.push(socket)
       return new Promise<void>((resolve) => {
@@ -159,7 +162,7 @@ export class Writer {
     for (const stream of ["stdout", "stderr"] as const) {
       let fd: number | undefined
       try {
-        fd = openSync(join(this.dir, `${stream}.fifo`), constants.O_RDONLY | constants.O_NONBLOCK)
+        fd = openSync(join(this.fifoDir, `${stream}.fifo`), constants.O_RDONLY | constants.O_NONBLOCK)
         for (;;) {
           const n = readSync(fd, buf, 0, buf.length, null)
           if (n <= 0) break

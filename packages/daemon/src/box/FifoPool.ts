@@ -3,8 +3,8 @@
  * (see Shim), and making them took one `mkfifo` program per container: on the hosts this runs on
  * (VMs), starting any program costs about a millisecond of CPU, the largest part of a start that
  * is not the workload's. The pool makes them in batches, one `mkfifo` for many, through the
- * launcher, in a directory of the data dir (the same filesystem: a FIFO moves into a container's
- * directory by a rename). When the pool is empty the shim makes its own, as before.
+ * launcher, in a directory of the box's run directory (the same filesystem as the containers' run
+ * directories: a FIFO moves into one by a rename). When the pool is empty the shim makes its own, as before.
  *
  *   take(dir) ─▶ rename two pooled FIFOs to dir/stdout.fifo, dir/stderr.fifo ─▶ below the low mark: refill
  *   refill ─▶ launch file: `mkfifo f1 … fN` ─▶ answer ─▶ pooled
@@ -83,5 +83,11 @@ export class FifoPool {
         this.refilling = undefined
       }
     })()
+  }
+
+  /** Remove the FIFOs not handed out (the box is closing; the next one makes its own). */
+  close(): void {
+    this.ready.length = 0
+    rmSync(this.dir, { recursive: true, force: true })
   }
 }

@@ -27,6 +27,7 @@ import {
   readdirSync,
   renameSync,
   rmSync,
+  rmdirSync,
   statSync,
   watch,
   writeFileSync
@@ -101,13 +102,18 @@ interface ContainerRecord {
   main?: ProcessId
   /** Launched through nsenter (the launcher is then not the main process but its parent). */
   isolated?: boolean
+  /**
+   * The directory of the shim's files: the FIFOs, `pid`, `start-error` and `exit` (in the box's
+   * run directory; absent, as in records from before it, the container's own directory).
+   */
+  runDir?: string
 }
 
 /** A container's live bookkeeping beside its record. */
 interface Live {
   rec: ContainerRecord
   writer: ContainerLogs.Writer | undefined
-  /** Watches the container's directory for the shim's `exit` file. */
+  /** Watches the container's run directory for the shim's `exit` file. */
   watcher: FSWatcher | undefined
   starting: Promise<void> | undefined
   finalizing: Promise<void> | undefined
@@ -127,13 +133,10 @@ const notFound = (kind: Runtime.ObjectKind, id: string) =>
 const invalid = (message: string) => new Runtime.Invalid({ message })
 
 /**
- * The launch directory of the box serving `dataDir`, in /dev/shm when it is there: one per data
- * dir (a box that dies without closing leaves no new directory each time), emptied of what a
- * previous box left, and used only when it is a real directory of this user that nobody else
- * can enter (/dev/shm is everyone's: a name taken by another user is not ours).
+ * `dir`, made if missing, when it is a real directory of this user that nobody else can enter
+ * (/dev/shm is everyone's: a name taken by another user is not ours); else undefined.
  */
-const privateShmDir = (dataDir: string): string | undefined => {
-  const dir = join("/dev/shm", `kbox-launch-${process.getuid?.() ?? 0}-${createHash("sha256").update(dataDir).digest("hex").slice(0, 12)}`)
+const privateDir = (dir: string): string | undefined => {
   try {
     mkdirSync(dir, { mode: 0o700 })
   } catch (e) {
@@ -141,7 +144,28 @@ const privateShmDir = (dataDir: string): string | undefined => {
   }
   try {
     const st = lstatSync(dir)
-    if (!st.isDirectory() || st.uid !== (process.getuid?.() ?? st.uid) || (st.mode & 0o077) !== 0) return undefined
+    return st.isDirectory() && st.uid === (process.getuid?.() ?? st.uid) && (st.mode & 0o077) === 0 ? dir : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The run directory of the box serving `dataDir`, in /dev/shm when it is there (containerd's
+ * `/run` state beside its `/var/lib` root): one per data dir, kept across restarts of the box
+ * (the shims of the containers it adopts write there) but not of the host, like the processes
+ * it describes. Memory: the secrets of launch files never reach a disk, and the files made and
+ * removed with every container (FIFOs, pid, exit) cost no disk inode allocation, which on a disk
+ * that has just removed many files is slow enough to be a large part of a pod start.
+ */
+const runDirFor = (dataDir: string): string | undefined =>
+  privateDir(join("/dev/shm", `kbox-${process.getuid?.() ?? 0}-${createHash("sha256").update(dataDir).digest("hex").slice(0, 12)}`))
+
+/** The run directory's launch directory, emptied of what a previous box left. */
+const launchDirIn = (runDir: string): string | undefined => {
+  const dir = privateDir(join(runDir, "launch"))
+  if (dir === undefined) return undefined
+  try {
     for (const name of readdirSync(dir)) rmSync(join(dir, name), { force: true })
     return dir
   } catch {
@@ -271,10 +295,11 @@ export class ProcessDriver {
   private readonly mainLookedUp = new Map<string, number>()
   /** Pods whose cgroup this box created (a pod it adopted may have lost its cgroup: see launch). */
   private readonly podCgroups = new Set<string>()
+  /** The box's run directory (see `runDirFor`); undefined: containers' own directories. */
+  private runDir: string | undefined
   /**
    * Where launch files (a container's environment: secrets) are written for the moment of a start:
-   * a private directory in /dev/shm (memory: the secrets never reach a disk, and creating and
-   * removing a file there costs little), else the container's own directory.
+   * in the run directory's `launch/`, else the container's own shim directory.
    */
   private launchDir: string | undefined
   /** FIFOs made ahead for containers' output (set once the data dir is locked). */
@@ -327,8 +352,10 @@ export class ProcessDriver {
   static open(options: Options): ProcessDriver {
     const d = new ProcessDriver(options)
     d.lock()
-    d.launchDir = privateShmDir(options.dataDir)
-    d.fifos = new FifoPool(join(options.dataDir, "fifos"), d.tools.mkfifo, d.launcher, d.launchDir ?? options.dataDir)
+    d.runDir = runDirFor(options.dataDir)
+    d.launchDir = d.runDir === undefined ? undefined : launchDirIn(d.runDir)
+    // In the run directory when there is one: a FIFO moves into a container's by a rename.
+    d.fifos = new FifoPool(join(d.runDir ?? options.dataDir, "fifos"), d.tools.mkfifo, d.launcher, d.launchDir ?? options.dataDir)
     d.load()
     // Addresses of sandboxes this box no longer has (it died between the two) are free again.
     if (d.podNet !== undefined) d.ipam = IpamStore.open(options.dataDir, new Set(d.sandboxes.keys()))
@@ -343,6 +370,10 @@ export class ProcessDriver {
 
   private containerDir(id: string) {
     return join(this.dataDir, "containers", id)
+  }
+
+  private shimDir(rec: ContainerRecord) {
+    return rec.runDir ?? this.containerDir(rec.id)
   }
 
   /** One box per data dir: two would each adopt, and then duplicate, the same containers. */
@@ -365,6 +396,15 @@ export class ProcessDriver {
     if (this.poller) clearInterval(this.poller)
     this.launcher.close()
     if (this.launchDir !== undefined) rmSync(this.launchDir, { recursive: true, force: true })
+    this.fifos?.close()
+    // The run directory stays while containers have files there (the next box adopts them).
+    if (this.runDir !== undefined) {
+      try {
+        rmdirSync(this.runDir)
+      } catch {
+        // not empty
+      }
+    }
     for (const c of this.containers.values()) {
       c.writer?.close()
       c.writer = undefined
@@ -416,7 +456,7 @@ export class ProcessDriver {
       if (rec.shim === undefined) {
         // The box stopped between recording the start and recording the shim: the shim writes
         // its own pid, so find it there.
-        const [shimPid, launched] = (readText(join(this.containerDir(id), "pid")) ?? "").trim().split(" ").map(Number)
+        const [shimPid, launched] = (readText(join(this.shimDir(rec), "pid")) ?? "").trim().split(" ").map(Number)
         const shim = processId(shimPid)
         if (shim) rec.shim = shim
         const launcher = processId(launched)
@@ -512,7 +552,7 @@ export class ProcessDriver {
   private refresh(c: Live): Promise<void> {
     if (c.finalizing) return c.finalizing
     if (c.rec.status.state !== "running" || c.starting !== undefined) return Promise.resolve()
-    const dir = this.containerDir(c.rec.id)
+    const dir = this.shimDir(c.rec)
     const done =
       exitCodeIn(dir) !== undefined || c.rec.shim === undefined || !Procfs.isAlive(c.rec.shim.pid, c.rec.shim.startTime)
     if (!done) return Promise.resolve()
@@ -523,7 +563,7 @@ export class ProcessDriver {
   /** Record how the container ended; leave no process and no unread output behind. */
   private async finalize(c: Live): Promise<void> {
     const rec = c.rec
-    const dir = this.containerDir(rec.id)
+    const dir = this.shimDir(rec)
     const exitFile = join(dir, "exit")
     // The shim writes `exit` just before it ends: give a shim that is exiting a moment.
     for (let i = 0; i < 50 && exitCodeIn(dir) === undefined && rec.shim && Procfs.isAlive(rec.shim.pid, rec.shim.startTime); i++)
@@ -614,7 +654,7 @@ export class ProcessDriver {
    * not the box's child, so no exit event comes; the FIFOs' end of file does not always either).
    */
   private attachLogs(c: Live) {
-    const dir = this.containerDir(c.rec.id)
+    const dir = this.shimDir(c.rec)
     try {
       c.watcher = watch(dir, (_event, name) => {
         if (name === "exit") void this.refresh(c)
@@ -629,7 +669,7 @@ export class ProcessDriver {
       return
     }
     if (!existsSync(join(dir, "stdout.fifo")) || !existsSync(join(dir, "stderr.fifo"))) return
-    const writer = new ContainerLogs.Writer(dir, this.rotation)
+    const writer = new ContainerLogs.Writer(this.containerDir(c.rec.id), this.rotation, dir)
     c.writer = writer
     // Both FIFOs at end of file: the shim (and everything holding them) has ended.
     void writer.attach().then(() => this.refresh(c))
@@ -841,17 +881,20 @@ export class ProcessDriver {
           message: `container ${spec.name} attempt ${spec.attempt} exists as ${c.rec.id}`
         })
     }
+    const id = newId()
     const rec: ContainerRecord = {
-      id: newId(),
+      id,
       spec,
       createdAt: now(),
       bootId: this.bootId,
       status: { state: "created" },
-      cgroup: false
+      cgroup: false,
+      ...(this.runDir === undefined ? {} : { runDir: join(this.runDir, id) })
     }
     // Claimed before the first await, so a concurrent create of the same attempt sees it.
     this.track(rec)
     await mkdir(this.containerDir(rec.id), { recursive: true, mode: 0o700 })
+    if (rec.runDir !== undefined) await mkdir(rec.runDir, { recursive: true, mode: 0o700 })
     await this.save(rec)
     return this.view(rec)
   }
@@ -885,7 +928,7 @@ export class ProcessDriver {
     if (sb === undefined) throw invalid(`sandbox ${spec.sandboxId} is gone`)
     if (sb.holder && !Procfs.isAlive(sb.holder.pid, sb.holder.startTime))
       throw invalid(`sandbox ${sb.id} is not ready: its namespaces are gone`)
-    const dir = this.containerDir(rec.id)
+    const dir = this.shimDir(rec)
     const path = `${sb.id}/${rec.id}`
     if (this.cg.version !== "none") {
       // The pod's cgroup again too when this box adopted the pod: a closing box may have
@@ -907,7 +950,7 @@ export class ProcessDriver {
     // FIFOs from the pool are there before the shim: read them from now on, so the output of a
     // workload that ends at once is not lost with the pipe when its shim ends before the box attached.
     if (existsSync(join(dir, "stdout.fifo")) && existsSync(join(dir, "stderr.fifo"))) {
-      const writer = new ContainerLogs.Writer(dir, this.rotation)
+      const writer = new ContainerLogs.Writer(this.containerDir(rec.id), this.rotation, dir)
       c.writer = writer
       void writer.attach({ holdOpen: true })
     }
@@ -1064,6 +1107,7 @@ export class ProcessDriver {
     // A record write in flight would put a file back into the directory while it is removed.
     await this.writing.get(join(this.containerDir(id), "state.json"))?.done
     rmSync(this.containerDir(id), { recursive: true, force: true })
+    if (c.rec.runDir !== undefined) rmSync(c.rec.runDir, { recursive: true, force: true })
     this.recordSizes.delete(join(this.containerDir(id), "state.json"))
     this.mainLookedUp.delete(id)
   }

@@ -5,7 +5,8 @@
  */
 import type { Runtime } from "@koder/fleet-core"
 import { Chunk, Stream } from "effect"
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { createHash } from "node:crypto"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -223,6 +224,19 @@ describe(`koder-fleet box (${mode})`, () => {
     expect(numbers).toEqual(Array.from({ length: numbers.length }, (_, i) => 3000 - numbers.length + i))
     const tail = Chunk.toArray(await c.run(Stream.runCollect(c.rt.containers.logs(id, { tailLines: 2 })))).map((l) => l.line)
     expect(tail).toEqual(["line-2999-padding-padding-padding-padding\n", "end\n"])
+  })
+
+  it("keeps the shim's files (FIFOs, pid, exit) in the box's run directory in memory and the record and log on disk; removal takes both", async () => {
+    const runDir = join("/dev/shm", `kbox-${process.getuid?.() ?? 0}-${createHash("sha256").update(join(dir, "data")).digest("hex").slice(0, 12)}`)
+    const id = await run("files", "echo hello; exit 3", marker("files"))
+    expect((await exited(id)).exitCode).toBe(3)
+    await logged(id, "hello")
+    expect(readdirSync(join(runDir, id)).sort()).toEqual(["exit", "pid", "start-error", "stderr.fifo", "stdout.fifo"])
+    expect(statSync(runDir).mode & 0o777).toBe(0o700)
+    expect(readdirSync(join(dir, "data", "containers", id)).sort()).toEqual(["container.log", "state.json"])
+    await c.run(c.rt.containers.remove(id))
+    expect(existsSync(join(runDir, id))).toBe(false)
+    expect(existsSync(join(dir, "data", "containers", id))).toBe(false)
   })
 
   it("starts a container whose PATH has none of the host's tools (the shim uses absolute paths)", async () => {
