@@ -4,7 +4,7 @@
  * update rules). Built-in kinds come from `model/Kinds`; CustomResourceDefinitions add and remove
  * entries at run time, so routing and discovery always read the registry, never a fixed table.
  */
-import { type Effect, Either, type Schema } from "effect"
+import { type Effect, Either, Schema } from "effect"
 import type { ApiError } from "./ApiError.js"
 import type { ApiRequest, ApiResponse } from "./Http.js"
 import type { ResourceRoute } from "./Router.js"
@@ -66,6 +66,12 @@ export interface Resource {
   readonly subresources: { readonly status: boolean; readonly scale: ScaleSpec | undefined }
   /** Decode an untrusted body; strict mode reports unknown fields as `Unknown field` errors. */
   readonly decode: (input: unknown, strict: boolean) => Either.Either<JsonObject, ReadonlyArray<FieldError.FieldError>>
+  /**
+   * Decode only the `status` of an untrusted body (`{status}` in, `{status}` out), for writes of
+   * the status subresource, which keep everything else of the stored object: decoding the whole
+   * object was most of the cost of a kubelet's status update. Absent: `decode` the whole.
+   */
+  readonly decodeStatus?: (input: unknown, strict: boolean) => Either.Either<JsonObject, ReadonlyArray<FieldError.FieldError>>
   readonly strategy: Strategy
   /** The schema, for OpenAPI: an effect Schema (built-ins) or an OpenAPI v3 schema (CRDs). */
   readonly openapi: { readonly _tag: "Schema"; readonly schema: Schema.Schema.AnyNoContext } | { readonly _tag: "JsonSchema"; readonly schema: JsonObject }
@@ -84,6 +90,15 @@ export interface Resource {
 /** The verbs every resource supports (and `watch`), as discovery lists them. */
 export const verbs = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"] as const
 
+/** `decodeStatus` for a kind whose schema is a struct with a `status` field. */
+const statusDecoder = (schema: Schema.Schema.AnyNoContext): Pick<Resource, "decodeStatus"> => {
+  const fields = (schema as { readonly fields?: Readonly<Record<string, Schema.Struct.Field>> }).fields
+  const status = fields?.["status"]
+  if (status === undefined) return {}
+  const only = Schema.Struct({ status }) as unknown as Schema.Schema<unknown, unknown, never>
+  return { decodeStatus: (input, strict) => Either.map(decodeObject(only, input, { strict }), (o) => o as JsonObject) }
+}
+
 /** A built-in kind as a served resource. */
 export const builtIn = (info: Kinds.KindInfo): Resource => {
   const strategy = Strategies.forKind(info.apiVersion, info.kind)
@@ -101,6 +116,7 @@ export const builtIn = (info: Kinds.KindInfo): Resource => {
     subresources: Strategies.subresources(info.kind),
     decode: (input, strict) =>
       Either.map(decodeObject(info.schema as Schema.Schema<unknown, unknown, never>, input, { strict }), (o) => o as JsonObject),
+    ...statusDecoder(info.schema),
     strategy,
     openapi: { _tag: "Schema", schema: info.schema },
     printerColumns: Strategies.printerColumns(info.kind),

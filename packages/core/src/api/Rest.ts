@@ -114,12 +114,24 @@ const commitAdmitted = <A>(
     }
   })
 
-/** Decode a body for a write, honouring fieldValidation (Strict → 400, Warn → Warning headers). */
-const decodeBody = (q: Req, input: JsonObject, validation: Query.FieldValidation, name: string) =>
+/**
+ * Decode a body for a write, honouring fieldValidation (Strict → 400, Warn → Warning headers). A
+ * write of the status subresource keeps all but the status of the stored object: only the status
+ * (and the name, which must match) is decoded.
+ */
+const decodeBody = (q: Req, body: JsonObject, validation: Query.FieldValidation, name: string) =>
   Effect.suspend(() => {
     const r = q.resource
-    const strict = r.decode(input, true)
-    if (Either.isRight(strict)) return Effect.succeed({ object: strict.right, warnings: [] as Array<string> })
+    const statusOnly = r.decodeStatus !== undefined && updateTarget(q) === "status"
+    const decode = statusOnly ? r.decodeStatus! : r.decode
+    const input = statusOnly ? { status: body["status"] } : body
+    const named = (object: JsonObject): JsonObject => {
+      if (!statusOnly) return object
+      const bodyName = Objects.meta(body)["name"]
+      return bodyName === undefined ? object : { ...object, metadata: { name: bodyName } }
+    }
+    const strict = decode(input, true)
+    if (Either.isRight(strict)) return Effect.succeed({ object: named(strict.right), warnings: [] as Array<string> })
     const unknown = strict.left.filter((e) => e.message === "Unknown field")
     const other = strict.left.filter((e) => e.message !== "Unknown field")
     if (other.length > 0) {
@@ -128,8 +140,8 @@ const decodeBody = (q: Req, input: JsonObject, validation: Query.FieldValidation
     if (validation === "Strict") {
       return Effect.fail(ApiError.badRequest(`strict decoding error: ${unknown.map((e) => `unknown field ${JSON.stringify(e.path)}`).join(", ")}`))
     }
-    return Effect.map(fromEither(Either.mapLeft(r.decode(input, false), (errors) => ApiError.of(Status.invalid({ group: r.group, kind: r.kind }, name, errors)))), (object) => ({
-      object,
+    return Effect.map(fromEither(Either.mapLeft(decode(input, false), (errors) => ApiError.of(Status.invalid({ group: r.group, kind: r.kind }, name, errors)))), (object) => ({
+      object: named(object),
       warnings: validation === "Warn" ? unknown.map((e) => `unknown field ${JSON.stringify(e.path)}`) : []
     }))
   })

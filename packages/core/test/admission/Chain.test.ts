@@ -57,6 +57,20 @@ describe("the default chain", () => {
       expect(cms.find((r) => r.status === 403)!.body.message).toMatch(/exceeded quota: pods, requested: count\/configmaps=1, used: count\/configmaps=3, limited: count\/configmaps=3$/)
     }))
 
+  it("leaves quota usage alone on a pod's status writes until the pod turns Succeeded, which releases it at once", () =>
+    run(async ({ call }) => {
+      await call("POST", "/api/v1/namespaces", namespace("team"))
+      expect((await call("POST", "/api/v1/namespaces/team/resourcequotas", quota("pods", { pods: "5", "requests.cpu": "1" }))).status).toBe(201)
+      expect((await call("POST", "/api/v1/namespaces/team/pods", pod("job", { requests: { cpu: "100m" } }))).status).toBe(201)
+      const used = async () => (await call("GET", "/api/v1/namespaces/team/resourcequotas/pods")).body.status.used
+      expect(await used()).toEqual({ pods: "1", "requests.cpu": "100m" })
+      const status = (phase: string) => call("PATCH", "/api/v1/namespaces/team/pods/job/status", { status: { phase } }, "admin", "application/merge-patch+json")
+      expect((await status("Running")).status).toBe(200)
+      expect(await used()).toEqual({ pods: "1", "requests.cpu": "100m" })
+      expect((await status("Succeeded")).status).toBe(200)
+      expect(await used()).toEqual({ pods: "0", "requests.cpu": "0" })
+    }))
+
   it("refuses a pod that does not state a resource the quota caps, and counts existing objects for a new quota", () =>
     run(async ({ call }) => {
       await call("POST", "/api/v1/namespaces", namespace("team"))

@@ -198,6 +198,25 @@ describe("API server: updates", () => {
     expect(scaled.body.metadata.generation).toBe(2)
   })
 
+  it("decodes only the status of a status write: its errors name status fields, a wrong name is refused, and a bad status leaves the object as it was", async () => {
+    const { call } = await start()
+    await call("POST", "/api/v1/namespaces", ns("default"))
+    const d = (await call("POST", "/apis/apps/v1/namespaces/default/deployments", deployment("web"))).body
+    const merge = { "content-type": "application/merge-patch+json" }
+    const bad = await call("PATCH", "/apis/apps/v1/namespaces/default/deployments/web/status", { status: { replicas: "two" } }, merge)
+    expect(bad.status).toBe(422)
+    expect(bad.body.reason).toBe("Invalid")
+    expect(bad.body.message).toMatch(/^Deployment\.apps "web" is invalid: status\.replicas: /)
+    expect((await call("GET", "/apis/apps/v1/namespaces/default/deployments/web")).body.metadata.resourceVersion).toBe(d.metadata.resourceVersion)
+    const renamed = await call("PUT", "/apis/apps/v1/namespaces/default/deployments/web/status", { ...d, metadata: { ...d.metadata, name: "other" }, status: { replicas: 1 } })
+    expect(renamed.status).toBe(400)
+    const ok = await call("PATCH", "/apis/apps/v1/namespaces/default/deployments/web/status", { status: { replicas: 2, readyReplicas: 1 } }, merge)
+    expect(ok.status).toBe(200)
+    expect(ok.body.status).toEqual({ replicas: 2, readyReplicas: 1 })
+    expect(ok.body.spec).toEqual(d.spec)
+    expect(ok.body.metadata.labels).toEqual(d.metadata.labels)
+  })
+
   it("refuses changes to immutable fields with 422", async () => {
     const { call } = await start()
     await call("POST", "/api/v1/namespaces", ns("default"))
