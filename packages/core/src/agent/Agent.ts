@@ -217,7 +217,7 @@ export const make = (
     const objectTtlMs = options.objectTtlMs ?? 5_000
     const runtimeName = options.runtimeName ?? "kbox"
     const defaultEnv = options.defaultEnv ?? { PATH: defaultPath }
-    const events = EventRecorder.make(client, { component: "kubelet", host: nodeName })
+    const events = EventRecorder.make(client, { component: "kubelet", host: nodeName }, { serial: true })
     const podStart = FleetMetrics.agent(yield* MetricRegistry).podStart
 
     const states = new Map<string, PodState>()

@@ -35,8 +35,19 @@ const EventRef: Client.ResourceRef = { apiVersion: "v1", kind: "Event" }
 // How many recent events' counts a recorder keeps (client-go's correlator keeps 4,096 too).
 const remembered = 4096
 
+/** How a recorder writes. */
+export interface Options {
+  /**
+   * One write at a time, in the order recorded, as client-go's broadcaster sends a kubelet's
+   * events from one goroutine: callers that fork `record` then never put a burst of event writes
+   * ahead of their own work on the server (a node starting 100 pods at once).
+   */
+  readonly serial?: boolean
+}
+
 /** A recorder writing through `client`, reporting as `component` (on `host`, if given). */
-export const make = (client: Client.Client, source: { readonly component: string; readonly host?: string }): EventRecorder => {
+export const make = (client: Client.Client, source: { readonly component: string; readonly host?: string }, options: Options = {}): EventRecorder => {
+  const one = options.serial === true ? Effect.unsafeMakeSemaphore(1).withPermits(1) : <A, E, R>(effect: Effect.Effect<A, E, R>) => effect
   // Event name → the count last written; insertion order makes it an LRU.
   const counts = new Map<string, number>()
   const remember = (name: string, count: number) => {
@@ -48,7 +59,7 @@ export const make = (client: Client.Client, source: { readonly component: string
     client.patch(EventRef, namespace, name, "merge", { count, lastTimestamp: now }).pipe(Effect.tap(() => remember(name, count)))
   return {
   record: (object, type, reason, message) =>
-    Effect.gen(function* () {
+    one(Effect.gen(function* () {
       const m = (object["metadata"] ?? {}) as Record<string, unknown>
       const name = String(m["name"] ?? "")
       const namespace = (m["namespace"] as string | undefined) ?? "default"
@@ -88,6 +99,6 @@ export const make = (client: Client.Client, source: { readonly component: string
       if (!(created.left instanceof ApiError.ApiError && created.left.status.reason === "AlreadyExists")) return yield* created.left
       const existing = yield* client.get(EventRef, namespace, eventName)
       yield* bump(namespace, eventName, Number(existing["count"] ?? 1) + 1, now)
-    }).pipe(Effect.ignore)
+    })).pipe(Effect.ignore)
   }
 }

@@ -34,6 +34,43 @@ describe("EventRecorder", () => {
     )
   )
 
+  it.live("serial: events recorded at once are written one at a time, in the order recorded", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const cluster = yield* TestCluster.make({ nodes: 0 })
+        const cm = yield* cluster.client.create({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cfg", namespace: "default" } })
+        let inFlight = 0
+        let most = 0
+        const written: Array<string> = []
+        // The real client, watched: how many event writes are open at once, and their order.
+        const watched = {
+          ...cluster.client,
+          create: (o: Record<string, unknown>) =>
+            Effect.gen(function* () {
+              most = Math.max(most, ++inFlight)
+              yield* Effect.sleep("5 millis")
+              written.push(String(o["reason"]))
+              return yield* cluster.client.create(o)
+            }).pipe(Effect.ensuring(Effect.sync(() => inFlight--)))
+        } as typeof cluster.client
+        const recorder = EventRecorder.make(watched, { component: "kubelet", host: "n1" }, { serial: true })
+        const reasons = Array.from({ length: 8 }, (_, i) => `Step${i}`)
+        const fibers = yield* Effect.forEach(reasons, (r) => Effect.fork(recorder.record(cm, "Normal", r, r)))
+        yield* Effect.forEach(fibers, (f) => f.await, { discard: true })
+        expect(most).toBe(1)
+        expect(written).toEqual(reasons)
+        const list = (yield* cluster.client.list(EventRef, { namespace: "default" }))["items"] as Array<Record<string, any>>
+        expect(list.map((e) => e["reason"]).sort()).toEqual(reasons)
+        // Without `serial`, the same burst is written concurrently.
+        most = 0
+        const parallel = EventRecorder.make(watched, { component: "kubelet", host: "n2" })
+        const more = yield* Effect.forEach(reasons, (r) => Effect.fork(parallel.record(cm, "Normal", r, r)))
+        yield* Effect.forEach(more, (f) => f.await, { discard: true })
+        expect(most).toBeGreaterThan(1)
+      })
+    )
+  )
+
   it.live("writes an event anew when the one it counted expired meanwhile", () =>
     Effect.scoped(
       Effect.gen(function* () {
