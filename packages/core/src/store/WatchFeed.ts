@@ -8,6 +8,10 @@
  *   commit ──publish──▶ ring [ringStart … head] ──▶ watcher(prefix, last)
  *                                ▲ behind the ring?
  *   history ──readEvents(prefix, last, upTo)──┘
+ *
+ * A commit wakes only the watchers it has an event for; the others just move past it. Every
+ * watch cache and index watches its own prefix, and waking each of them on every commit to find
+ * nothing (an empty chunk through its stream) was a large part of a busy server's work.
  */
 import { Chunk, Effect, Stream } from "effect"
 import type { WatchEvent } from "./Store.js"
@@ -55,6 +59,14 @@ export interface WatchFeed {
   readonly watchers: () => number
 }
 
+/** A watcher waiting for its next event. */
+interface Waiter {
+  readonly prefix: string
+  /** Move the watcher past revisions that had nothing for it. */
+  readonly skip: (revision: number) => void
+  readonly wake: () => void
+}
+
 const eventBytes = (event: WatchEvent): number =>
   64 + event.key.length + event.value.length + (event.prevValue?.length ?? 0)
 
@@ -69,7 +81,7 @@ export const make = (source: HistorySource, options: WatchFeedOptions): WatchFee
   let ringStart = head + 1
   let bytes = 0
   let closed: Unavailable | undefined
-  let waiters: Array<() => void> = []
+  let waiters: Array<Waiter> = []
   let watching = 0
 
   const evictOne = () => {
@@ -82,6 +94,9 @@ export const make = (source: HistorySource, options: WatchFeedOptions): WatchFee
 
   const publish = (events: ReadonlyArray<WatchEvent>) => {
     if (events.length === 0) return
+    // Waiters wait at the old head: those with no event here can skip to the new one, unless
+    // there is a gap they would have to read from history.
+    const contiguous = events[0]!.revision === head + 1
     for (const event of events) {
       if (event.revision !== head + 1) {
         // A gap means the publisher lost track; drop the ring so watchers read history instead.
@@ -96,14 +111,20 @@ export const make = (source: HistorySource, options: WatchFeedOptions): WatchFee
     }
     const wake = waiters
     waiters = []
-    for (const w of wake) w()
+    for (const w of wake) {
+      if (contiguous && !events.some((e) => e.key.startsWith(w.prefix))) {
+        w.skip(head)
+        waiters.push(w)
+      } else w.wake()
+    }
   }
 
-  const waitBeyond = (revision: number): Effect.Effect<void, Unavailable> =>
+  /** Wait until an event under `prefix` is published after `revision`; `skip` moves past others. */
+  const waitBeyond = (revision: number, prefix: string, skip: (revision: number) => void): Effect.Effect<void, Unavailable> =>
     Effect.async<void, Unavailable>((resume) => {
       if (closed) return resume(Effect.fail(closed))
       if (head > revision) return resume(Effect.void)
-      const waiter = () => resume(closed ? Effect.fail(closed) : Effect.void)
+      const waiter: Waiter = { prefix, skip, wake: () => resume(closed ? Effect.fail(closed) : Effect.void) }
       waiters.push(waiter)
       return Effect.sync(() => {
         const i = waiters.indexOf(waiter)
@@ -133,14 +154,18 @@ export const make = (source: HistorySource, options: WatchFeedOptions): WatchFee
           () => Effect.sync(() => watching--)
         )
         let last = fromRevision
+        const skip = (revision: number) => {
+          last = revision
+        }
+        // Never an empty chunk from the ring: a wake-up with nothing for this prefix waits again.
         const step: Effect.Effect<Chunk.Chunk<WatchEvent>, Compacted | Unavailable> = Effect.suspend(() => {
           if (closed) return Effect.fail(closed)
-          if (last >= head) return Effect.as(waitBeyond(last), Chunk.empty<WatchEvent>())
+          if (last >= head) return Effect.zipRight(waitBeyond(last, prefix, skip), step)
           if (last + 1 >= ringStart) {
             const upTo = head
             const events = fromRing(prefix, last, upTo)
             last = upTo
-            return Effect.succeed(Chunk.unsafeFromArray(events))
+            return events.length === 0 ? step : Effect.succeed(Chunk.unsafeFromArray(events))
           }
           const upTo = ringStart - 1
           return Effect.map(source.readEvents(prefix, last, upTo, page), (events) => {
@@ -157,7 +182,7 @@ export const make = (source: HistorySource, options: WatchFeedOptions): WatchFee
     closed = new Unavailable({ reason, retryable: true })
     const wake = waiters
     waiters = []
-    for (const w of wake) w()
+    for (const w of wake) w.wake()
   }
 
   return { head: () => head, publish, watch, close, watchers: () => watching }

@@ -72,6 +72,31 @@ describe("WatchFeed", () => {
     expect(h.reads.length).toBeGreaterThan(0)
   })
 
+  it("wakes a waiting watcher only for commits with its events: nothing for the rest, and it never falls behind the ring meanwhile", async () => {
+    const h = history()
+    const feed = WatchFeed.make(h.source, { initialRevision: 0, ringEvents: 8 })
+    const chunks: Array<ReadonlyArray<number>> = []
+    const watching = Effect.runPromise(
+      feed.watch("a/", 0).pipe(
+        Stream.runForEachChunk((c) => Effect.sync(() => chunks.push(Chunk.toReadonlyArray(c).map((e) => e.revision)))),
+        Effect.timeout("5 seconds"),
+        Effect.ignore
+      )
+    )
+    await new Promise((r) => setTimeout(r, 5))
+    // 100 commits elsewhere, far more than the ring holds, each given time to wake the watcher.
+    for (let r = 1; r <= 100; r++) {
+      commit(h, feed, [event(r, `b/${r}`)])
+      await new Promise((resolve) => setImmediate(resolve))
+    }
+    commit(h, feed, [event(101, "a/1")])
+    await new Promise((r) => setTimeout(r, 20))
+    feed.close("done")
+    await watching
+    expect(chunks).toEqual([[101]])
+    expect(h.reads).toEqual([])
+  })
+
   it("delivers live events to a waiting watcher", async () => {
     const h = history()
     const feed = WatchFeed.make(h.source, { initialRevision: 5 })
