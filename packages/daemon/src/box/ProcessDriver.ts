@@ -27,7 +27,6 @@ import {
   readdirSync,
   renameSync,
   rmSync,
-  rmdirSync,
   statSync,
   watch,
   writeFileSync
@@ -158,8 +157,37 @@ const privateDir = (dir: string): string | undefined => {
  * removed with every container (FIFOs, pid, exit) cost no disk inode allocation, which on a disk
  * that has just removed many files is slow enough to be a large part of a pod start.
  */
-const runDirFor = (dataDir: string): string | undefined =>
-  privateDir(join("/dev/shm", `kbox-${process.getuid?.() ?? 0}-${createHash("sha256").update(dataDir).digest("hex").slice(0, 12)}`))
+const runDirFor = (dataDir: string): string | undefined => {
+  const dir = privateDir(join("/dev/shm", `${runDirPrefix()}${createHash("sha256").update(dataDir).digest("hex").slice(0, 12)}`))
+  if (dir === undefined) return undefined
+  try {
+    // Which data dir it serves, so a box can tell an orphan (see sweepRunDirs).
+    if (readText(join(dir, "data-dir")) !== dataDir) writeFileSync(join(dir, "data-dir"), dataDir, { mode: 0o600 })
+    return dir
+  } catch {
+    return undefined
+  }
+}
+
+const runDirPrefix = () => `kbox-${process.getuid?.() ?? 0}-`
+
+/**
+ * Remove this user's run directories whose data dir is gone: no box can adopt their containers
+ * any more (a box killed, then its data dir removed, as tests and throwaway clusters do), and a
+ * run directory otherwise outlives them until the host restarts.
+ */
+const sweepRunDirs = () => {
+  try {
+    for (const name of readdirSync("/dev/shm")) {
+      if (!name.startsWith(runDirPrefix())) continue
+      const dir = join("/dev/shm", name)
+      const dataDir = readText(join(dir, "data-dir"))
+      if (dataDir !== undefined && dataDir !== "" && !existsSync(dataDir) && privateDir(dir) !== undefined) rmSync(dir, { recursive: true, force: true })
+    }
+  } catch {
+    // no /dev/shm: nothing to sweep
+  }
+}
 
 /** The run directory's launch directory, emptied of what a previous box left. */
 const launchDirIn = (runDir: string): string | undefined => {
@@ -352,6 +380,7 @@ export class ProcessDriver {
   static open(options: Options): ProcessDriver {
     const d = new ProcessDriver(options)
     d.lock()
+    sweepRunDirs()
     d.runDir = runDirFor(options.dataDir)
     d.launchDir = d.runDir === undefined ? undefined : launchDirIn(d.runDir)
     // In the run directory when there is one: a FIFO moves into a container's by a rename.
@@ -400,9 +429,9 @@ export class ProcessDriver {
     // The run directory stays while containers have files there (the next box adopts them).
     if (this.runDir !== undefined) {
       try {
-        rmdirSync(this.runDir)
+        if (readdirSync(this.runDir).every((name) => name === "data-dir")) rmSync(this.runDir, { recursive: true, force: true })
       } catch {
-        // not empty
+        // gone already
       }
     }
     for (const c of this.containers.values()) {

@@ -5,7 +5,7 @@
  */
 import type { Runtime } from "@koder/fleet-core"
 import { Chunk, Stream } from "effect"
-import { mkdtempSync, rmSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -107,6 +107,25 @@ describe("koder-fleet box restarts", () => {
     expect(processesWith(runMark)).toEqual([])
     const final = beats(Chunk.toArray(await c.run(Stream.runCollect(c.rt.containers.logs(runner)))))
     expect(final).toEqual(Array.from({ length: final.length }, (_, i) => i))
+  })
+
+  it("removes the run directories (in /dev/shm) of data dirs that are gone when it starts, and keeps the others", async () => {
+    const runDir = (tag: string, dataDir: string) => {
+      const path = join("/dev/shm", `kbox-${process.getuid?.() ?? 0}-test${tag}${process.pid}`)
+      mkdirSync(join(path, "fifos"), { recursive: true, mode: 0o700 })
+      writeFileSync(join(path, "data-dir"), dataDir)
+      return path
+    }
+    const orphan = runDir("gone", join(dir, "removed-data"))
+    const kept = runDir("kept", dir)
+    try {
+      await restart("SIGTERM")
+      expect(existsSync(orphan)).toBe(false)
+      expect(existsSync(kept)).toBe(true)
+    } finally {
+      rmSync(orphan, { recursive: true, force: true })
+      rmSync(kept, { recursive: true, force: true })
+    }
   })
 
   it("refuses to serve a data dir or a socket another box serves", async () => {
