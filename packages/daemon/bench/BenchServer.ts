@@ -38,6 +38,12 @@ export interface BenchServer {
   readonly agent: (maxSockets: number) => Agent
   /** CPU time (user + system, ms) the server process has used so far; undefined off Linux. */
   readonly cpuMs: () => number | undefined
+  /**
+   * The server's main thread so far (ms): time on a CPU, and time runnable but waiting for one
+   * (`/proc/<pid>/task/<pid>/schedstat`); undefined off Linux. A wait as long as the run time
+   * means the machine, not the thread, is the limit.
+   */
+  readonly mainThread: () => { readonly runMs: number; readonly waitMs: number } | undefined
   /** The server's resident memory now and at its peak (MiB); undefined off Linux. */
   readonly rssMiB: () => { readonly now: number; readonly peak: number } | undefined
   /** SIGTERM, wait for the drain (SIGKILL after 20 s), remove the data dir (unless it was given). */
@@ -65,6 +71,30 @@ const procCpuMs = (pid: number): number | undefined => {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
     return (Number(fields[11]) + Number(fields[12])) * 10
+  } catch {
+    return undefined
+  }
+}
+
+const procSchedMs = (pid: number) => {
+  try {
+    const [run, wait] = readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").split(" ").map(Number)
+    return { runMs: Math.round(run! / 1e6), waitMs: Math.round(wait! / 1e6) }
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * CPU time all processes of the machine have used so far (ms, from `/proc/stat`): the server, its
+ * pods' processes, the benchmark itself; undefined off Linux.
+ */
+export const machineCpuMs = (): number | undefined => {
+  try {
+    const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number)
+    // user nice system idle iowait irq softirq steal …: all but idle and iowait are busy.
+    const busy = fields.reduce((a, b) => a + b, 0) - fields[3]! - fields[4]!
+    return busy * 10
   } catch {
     return undefined
   }
@@ -180,7 +210,7 @@ export const start = async (flags: ReadonlyArray<string> = [], role: "server" | 
       await removeDir()
     }
 
-    return { pid: child.pid!, send, stream, agent, cpuMs: () => procCpuMs(child.pid!), rssMiB: () => procRssMiB(child.pid!), stop }
+    return { pid: child.pid!, send, stream, agent, cpuMs: () => procCpuMs(child.pid!), mainThread: () => procSchedMs(child.pid!), rssMiB: () => procRssMiB(child.pid!), stop }
   } catch (e) {
     await kill()
     throw e

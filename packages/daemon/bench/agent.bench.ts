@@ -7,7 +7,8 @@
 //   agent.pod_startup_paced.p99   ms, 100 more created at a steady 5 per second, as Kubernetes'
 //                                 density tests create their latency pods (the SLI measures
 //                                 latency, not throughput)
-// with p50, max, the create rate and the dev process's CPU in `params`. Knobs:
+// with p50, max, the create rate, the dev process's CPU, its main thread's time on a CPU and
+// waiting for one, and the whole machine's CPU (the pods' processes too) in `params`. Knobs:
 //   FLEET_BENCH_PODS (100)  FLEET_BENCH_CONCURRENCY (10)  FLEET_BENCH_RATE (5)
 //   FLEET_BENCH_DEV_FLAGS (extra `koder-fleet dev` flags, space-separated)
 import { performance } from "node:perf_hooks"
@@ -68,6 +69,8 @@ const measure = async (server: BenchServer.BenchServer, phase: string, load: Loa
     if (r.status !== 201) throw new Error(`create ${name}: ${r.status} ${r.body.toString()}`)
   }
   const cpuBefore = server.cpuMs()
+  const mainBefore = server.mainThread()
+  const machineBefore = BenchServer.machineCpuMs()
   const t0 = performance.now()
   if ("concurrency" in load) {
     let next = 0
@@ -91,6 +94,8 @@ const measure = async (server: BenchServer.BenchServer, phase: string, load: Loa
   await Promise.race([done, new Promise((r) => setTimeout(r, 125_000))])
   clearTimeout(timeout)
   const cpuMs = (server.cpuMs() ?? 0) - (cpuBefore ?? 0)
+  const mainAfter = server.mainThread()
+  const machineAfter = BenchServer.machineCpuMs()
   response.destroy()
   watchAgent.destroy()
   const latencies = [...running].map(([name, at]) => at - created.get(name)!).sort((a, b) => a - b)
@@ -104,6 +109,8 @@ const measure = async (server: BenchServer.BenchServer, phase: string, load: Loa
       maxMs: round(latencies[latencies.length - 1] ?? NaN),
       createPodsPerSecond: round(count / createSeconds),
       devCpuMs: cpuMs,
+      ...(mainBefore && mainAfter ? { devMainRunMs: mainAfter.runMs - mainBefore.runMs, devMainWaitMs: mainAfter.waitMs - mainBefore.waitMs } : {}),
+      ...(machineBefore !== undefined && machineAfter !== undefined ? { machineCpuMs: machineAfter - machineBefore } : {}),
       driver: "process",
       workload: "sleep 3600"
     },
