@@ -91,8 +91,8 @@ const procSchedMs = (pid: number) => {
  */
 export const machineCpuMs = (): number | undefined => {
   try {
-    const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number)
-    // user nice system idle iowait irq softirq steal …: all but idle and iowait are busy.
+    // user nice system idle iowait irq softirq steal (guest time, after them, is already in user).
+    const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1, 9).map(Number)
     const busy = fields.reduce((a, b) => a + b, 0) - fields[3]! - fields[4]!
     return busy * 10
   } catch {

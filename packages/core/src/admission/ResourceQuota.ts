@@ -237,8 +237,8 @@ const reserve = (options: Options, request: Admission.Request): Effect.Effect<Re
     if (request.operation === "CONNECT" || !r.namespaced || request.namespace === "") return []
     if (r.group === "" && r.plural === "resourcequotas" && request.operation !== "DELETE") return []
     const t: Target = { group: r.group, plural: r.plural }
-    // A subresource write changes no usage (kube-apiserver's quota admission skips them all), but
-    // for a pod's status turning Succeeded or Failed, which releases it: the quotas are not read.
+    // Subresource writes change no usage, so kube-apiserver's quota admission skips them; here too,
+    // except a pod's status turning Succeeded or Failed, which releases the pod's usage at once.
     if (request.subresource !== "" && !(isPods(t) && request.subresource === "status" && terminal(request.object) !== terminal(request.oldObject))) return []
     const codec = options.transformer ?? identity
     const quotas = yield* listObjects(options.store, codec, "", "resourcequotas", request.namespace)

@@ -68,8 +68,8 @@ export interface Resource {
   readonly decode: (input: unknown, strict: boolean) => Either.Either<JsonObject, ReadonlyArray<FieldError.FieldError>>
   /**
    * Decode only the `status` of an untrusted body (`{status}` in, `{status}` out), for writes of
-   * the status subresource, which keep everything else of the stored object: decoding the whole
-   * object was most of the cost of a kubelet's status update. Absent: `decode` the whole.
+   * the status subresource, which keep everything else of the stored object: a kubelet's status
+   * update decoded and validated its pod's whole spec for nothing. Absent: `decode` the whole.
    */
   readonly decodeStatus?: (input: unknown, strict: boolean) => Either.Either<JsonObject, ReadonlyArray<FieldError.FieldError>>
   readonly strategy: Strategy

@@ -149,6 +149,9 @@ const privateDir = (dir: string): string | undefined => {
   }
 }
 
+/** The names of this user's run directories in /dev/shm start so. */
+const runDirPrefix = `kbox-${process.getuid?.() ?? 0}-`
+
 /**
  * The run directory of the box serving `dataDir`, in /dev/shm when it is there (containerd's
  * `/run` state beside its `/var/lib` root): one per data dir, kept across restarts of the box
@@ -158,7 +161,7 @@ const privateDir = (dir: string): string | undefined => {
  * that has just removed many files is slow enough to be a large part of a pod start.
  */
 const runDirFor = (dataDir: string): string | undefined => {
-  const dir = privateDir(join("/dev/shm", `${runDirPrefix()}${createHash("sha256").update(dataDir).digest("hex").slice(0, 12)}`))
+  const dir = privateDir(join("/dev/shm", `${runDirPrefix}${createHash("sha256").update(dataDir).digest("hex").slice(0, 12)}`))
   if (dir === undefined) return undefined
   try {
     // Which data dir it serves, so a box can tell an orphan (see sweepRunDirs).
@@ -169,8 +172,6 @@ const runDirFor = (dataDir: string): string | undefined => {
   }
 }
 
-const runDirPrefix = () => `kbox-${process.getuid?.() ?? 0}-`
-
 /**
  * Remove this user's run directories whose data dir is gone: no box can adopt their containers
  * any more (a box killed, then its data dir removed, as tests and throwaway clusters do), and a
@@ -179,7 +180,7 @@ const runDirPrefix = () => `kbox-${process.getuid?.() ?? 0}-`
 const sweepRunDirs = () => {
   try {
     for (const name of readdirSync("/dev/shm")) {
-      if (!name.startsWith(runDirPrefix())) continue
+      if (!name.startsWith(runDirPrefix)) continue
       const dir = join("/dev/shm", name)
       const dataDir = readText(join(dir, "data-dir"))
       if (dataDir !== undefined && dataDir !== "" && !existsSync(dataDir) && privateDir(dir) !== undefined) rmSync(dir, { recursive: true, force: true })
