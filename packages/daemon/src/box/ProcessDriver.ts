@@ -149,6 +149,10 @@ const privateDir = (dir: string): string | undefined => {
   }
 }
 
+/** Does this nsenter have `--wdns` (util-linux 2.38)? Without it, stage 2 enters working directories. */
+const nsenterEntersWorkingDirs = (nsenter: string | undefined): boolean =>
+  nsenter !== undefined && spawnSync(nsenter, ["--help"], { encoding: "utf8" }).stdout?.includes("--wdns") === true
+
 /** The names of this user's run directories in /dev/shm start so. */
 const runDirPrefix = `kbox-${process.getuid?.() ?? 0}-`
 
@@ -347,6 +351,7 @@ export class ProcessDriver {
       mkfifo: which("mkfifo") ?? "/usr/bin/mkfifo",
       setsid: which("setsid") ?? "setsid",
       nsenter: which("nsenter"),
+      nsenterWdns: nsenterEntersWorkingDirs(which("nsenter")),
       unshare: which("unshare"),
       setpriv: which("setpriv")
     }
@@ -429,6 +434,7 @@ export class ProcessDriver {
     this.fifos?.close()
     // The run directory stays while containers have files there (the next box adopts them).
     if (this.runDir !== undefined) {
+      rmSync(join(this.runDir, "idle.fifo"), { force: true })
       try {
         if (readdirSync(this.runDir).every((name) => name === "data-dir")) rmSync(this.runDir, { recursive: true, force: true })
       } catch {
@@ -780,11 +786,31 @@ export class ProcessDriver {
    * a file in use is never rewritten).
    */
   private holderLaunchFile(net: boolean): string {
-    const text = Shim.holderFile(this.tools, net)
+    const text = Shim.holderFile(this.tools, this.idleFifo(), net)
     const file = join(this.dataDir, "sandboxes", `holder-${createHash("sha256").update(text).digest("hex").slice(0, 12)}.sh`)
     if (!this.launchFiles.has(file)) {
       if (!existsSync(file)) writeTextSync(file, text)
       this.launchFiles.add(file)
+    }
+    return file
+  }
+
+  /**
+   * The FIFO pod holders block on (see Shim.holderScript), made when missing: a holder whose
+   * launch cannot open it does not start. Holders keep it open, so removing it stops none.
+   */
+  private idleFifo(): string {
+    const file = join(this.runDir ?? join(this.dataDir, "sandboxes"), "idle.fifo")
+    let fifo = false
+    try {
+      fifo = lstatSync(file).isFIFO()
+    } catch {
+      // not there yet
+    }
+    if (!fifo) {
+      rmSync(file, { force: true })
+      const r = spawnSync(this.tools.mkfifo, ["-m", "600", file], { encoding: "utf8" })
+      if (r.status !== 0) throw new Runtime.Unavailable({ message: `sandbox: cannot make ${file}: ${(r.stderr || r.error?.message || "mkfifo failed").trim()}` })
     }
     return file
   }
@@ -794,7 +820,7 @@ export class ProcessDriver {
     if (Shim.plainHostname(hostname)) answer = await this.launcher.run(this.holderLaunchFile(net), hostname)
     else {
       const file = join(this.launchDir ?? join(this.dataDir, "sandboxes"), `${id}.launch`)
-      writeFileSync(file, Shim.holderFile(this.tools, net, hostname), { mode: 0o600 })
+      writeFileSync(file, Shim.holderFile(this.tools, this.idleFifo(), net, hostname), { mode: 0o600 })
       answer = await this.launcher.run(file)
       rmSync(file, { force: true })
     }
@@ -974,7 +1000,6 @@ export class ProcessDriver {
     const env: Record<string, string> = { PATH: defaultPath, ...spec.env }
     if (rec.cgroup) env.FLEET_SHIM_CGROUPS = this.cg.procsFiles(path).join(" ")
     const ctx: Shim.Context = { holderPid: sb.holder?.pid, net: sb.network !== undefined, user: spec.user }
-    const chain = Shim.processChain(this.tools, ctx, spec.workingDir ?? "", [...spec.command, ...(spec.args ?? [])])
     const file = this.launchDir === undefined ? join(dir, "launch") : join(this.launchDir, `${rec.id}.launch`)
     await this.fifos?.take(dir)
     // FIFOs from the pool are there before the shim: read them from now on, so the output of a
@@ -984,7 +1009,8 @@ export class ProcessDriver {
       c.writer = writer
       void writer.attach({ holdOpen: true })
     }
-    await writeFile(file, Shim.launchFile(this.tools, dir, chain, env), { mode: 0o600 })
+    const workload: Shim.Workload = { ctx, workingDir: spec.workingDir ?? "", argv: [...spec.command, ...(spec.args ?? [])], env }
+    await writeFile(file, Shim.launchFile(this.tools, dir, workload), { mode: 0o600 })
     // Recorded before the launch: a box that dies right here finds the shim through its pid file.
     rec.status = { state: "running", startedAt: now() }
     void this.save(rec)

@@ -1,50 +1,80 @@
 /**
  * The small POSIX sh programs the process driver leaves running, and the argv that chains them.
- * They are passed inline (`sh -c SCRIPT`), never as files: a shell reads a script file as it
- * runs, so rewriting one under a running shim (a box upgrade) would corrupt it.
+ * They are passed inline (`sh -c SCRIPT`, or in a launch file the launcher sources and then
+ * removes), never as files kept on disk: a shell reads a script file as it runs, so rewriting one
+ * under a running shim (a box upgrade) would corrupt it.
  *
- * Per container, one process outlives the box: the **shim** (`sh`, ~1.7 MB resident), started
- * through the Launcher (in the launcher's session) from a launch file that sets the container's
- * environment, so it is neither the box's child nor in its session. It
+ * Per container, one process outlives the box: the **shim**, the Launcher's forked `sh` running
+ * the container's launch file (in the launcher's session; ~1.7 MB resident), which sets the
+ * container's environment and runs the shim script in place: on the VMs this runs on, starting a
+ * program costs about a millisecond of CPU (the dynamic loader's cpuid probes trap to the
+ * hypervisor), the largest part of a pod start that is not the workload's, so the chain execs as
+ * few as it can. The shim
  *   1. makes the container's stdout/stderr FIFOs (unless the box moved two there from its
  *      FifoPool) and holds them open read-write, so the
  *      workload never gets EPIPE while the box is away (output waits in the pipe; see README),
  *   2. starts the workload in a subshell that first joins the container's cgroups (so nothing
  *      the workload forks escapes accounting or the memory limit), then execs the launch chain:
- *        setsid → [nsenter into the pod's namespaces] → [setpriv to the user] → sh stage2 → argv
- *      `setsid` and `setpriv` exec in place; nsenter stays as the workload's parent (joining a
- *      pid namespace needs a fork) and mirrors its exit status,
+ *        setsid → [env NAME=… for names sh cannot export] → [nsenter into the pod's namespaces] → argv
+ *      `setsid` execs in place; nsenter stays as the workload's parent (joining a pid namespace
+ *      needs a fork) and mirrors its exit status,
  *   3. writes `pid` ("<shim pid> <launched pid>"), says the same on its stdout (a pipe the box
  *      reads, so a start waits on an event, not a poll; SIGPIPE ignored, in case the box is
  *      gone by then), and, when the workload ends, `exit` (the shell's `$?`: the code, or 128 +
  *      the signal number).
- * Stage 2 runs last, inside the namespaces and as the container's user: it enters the working
- * directory and checks the command exists, reporting failure on fd 5 (`start-error`) so that a
- * wrong command is a `StartError`, not an ordinary exit 127.
+ * Before the chain, the subshell enters the working directory (nsenter's `--wdns` in a pod's
+ * namespaces) and checks that the command exists, through `/proc/<holder>/root` when the pod has
+ * its own mount namespace, reporting failure on fd 5 (`start-error`) so that a wrong command is a
+ * `StartError`, not an ordinary exit 127. A container that runs as another user instead ends its
+ * chain with `setpriv` and **stage 2**, an `sh` that makes those checks as that user.
  */
 import { quote } from "./Launcher.js"
 
 /**
- * The shim: `sh -c SHIM shim DIR TOKEN MKFIFO LAUNCH...`; env: the container's (process driver)
- * plus FLEET_SHIM_CGROUPS. Tools are absolute paths: the container's PATH may not have them.
+ * The shim, run in place by a container's launch file after `set -- TOKEN DIR MKFIFO ROOT WD
+ * CHECK COMMAND CHAIN...` (COMMAND: the workload's, to check); env: the container's (process driver) plus FLEET_SHIM_CGROUPS. ROOT is the
+ * pod's root as the host sees it (`/proc/<holder>/root`) or empty; CHECK is 1 when the shim is to
+ * enter WD and check the command itself (no stage 2). Its own variables are `kbox_…`: it runs in
+ * the shell that exported the container's environment, whose names it must not reuse.
  */
-export const shimScript = `d=$1; token=$2; mk=$3; shift 3
-[ -p "$d/stdout.fifo" ] && [ -p "$d/stderr.fifo" ] || "$mk" "$d/stdout.fifo" "$d/stderr.fifo" || exit 120
-exec 3<>"$d/stdout.fifo" 4<>"$d/stderr.fifo" 5>"$d/start-error"
+export const shimScript = `kbox_token=$1 kbox_d=$2 kbox_mk=$3 kbox_root=$4 kbox_wd=$5 kbox_check=$6 kbox_cmd=$7; shift 7
+[ -p "$kbox_d/stdout.fifo" ] && [ -p "$kbox_d/stderr.fifo" ] || "$kbox_mk" "$kbox_d/stdout.fifo" "$kbox_d/stderr.fifo" || exit 120
+exec 3<>"$kbox_d/stdout.fifo" 4<>"$kbox_d/stderr.fifo" 5>"$kbox_d/start-error"
 (
-  read -r self _ </proc/self/stat
-  for f in $FLEET_SHIM_CGROUPS; do echo "$self" >"$f" || exit 121; done
+  read -r kbox_self _ </proc/self/stat
+  for kbox_f in $FLEET_SHIM_CGROUPS; do echo "$kbox_self" >"$kbox_f" || exit 121; done
   unset FLEET_SHIM_CGROUPS
+  if [ "$kbox_check" = 1 ]; then
+    kbox_fail() { echo "$1" >&5; exit 128; }
+    # A path as the workload will see it: through the pod's root, from its working directory.
+    kbox_at() {
+      if [ -z "$kbox_root" ]; then kbox_p=$1
+      else case $1 in /*) kbox_p=$kbox_root$1 ;; *) kbox_p=$kbox_root/\${kbox_wd:+$kbox_wd/}$1 ;; esac; fi
+    }
+    if [ -n "$kbox_wd" ]; then
+      if [ -z "$kbox_root" ]; then cd "$kbox_wd" 2>/dev/null || kbox_fail "working directory $kbox_wd: not found or not accessible"
+      else case $kbox_wd in /*) kbox_p=$kbox_root$kbox_wd ;; *) kbox_p=$kbox_root/$kbox_wd ;; esac
+        [ -d "$kbox_p" ] || kbox_fail "working directory $kbox_wd: not found or not accessible"; fi
+    fi
+    case $kbox_cmd in
+      */*) kbox_at "$kbox_cmd"; [ -f "$kbox_p" ] && [ -x "$kbox_p" ] || kbox_fail "$kbox_cmd: no such executable file" ;;
+      *) kbox_ok=; kbox_ifs=$IFS; IFS=:
+        for kbox_dir in $PATH; do kbox_at "\${kbox_dir:-.}/$kbox_cmd"; if [ -f "$kbox_p" ] && [ -x "$kbox_p" ]; then kbox_ok=1; break; fi; done
+        IFS=$kbox_ifs; [ -n "$kbox_ok" ] || kbox_fail "executable file not found in PATH: $kbox_cmd" ;;
+    esac
+    exec 5>&-
+  fi
   exec "$@" 3>&- 4>&-
-) </dev/null >"$d/stdout.fifo" 2>"$d/stderr.fifo" &
-pid=$!
+) </dev/null >"$kbox_d/stdout.fifo" 2>"$kbox_d/stderr.fifo" &
+kbox_pid=$!
 exec 5>&-
-echo "$$ $pid" >"$d/pid"
+read -r kbox_self _ </proc/self/stat
+echo "$kbox_self $kbox_pid" >"$kbox_d/pid"
 trap '' PIPE
-echo "$token $$ $pid"
+echo "$kbox_token $kbox_self $kbox_pid"
 exec >/dev/null
-wait "$pid"
-echo "$?" >"$d/exit"
+wait "$kbox_pid"
+echo "$?" >"$kbox_d/exit"
 `
 
 /** Joins cgroups, then execs its argv: the start of an exec's chain (`sh -c ENTER enter ...`). */
@@ -68,10 +98,14 @@ esac
 exec "$@" 5>&-
 `
 
-/** The pod holder, pid 1 of the pod's pid namespace: sets the hostname, then reaps orphans. */
+/**
+ * The pod holder, pid 1 of the pod's pid namespace: sets the hostname, then reaps orphans. It
+ * waits on a forked copy of itself blocked reading fd 3, the box's idle FIFO (which no one
+ * writes), rather than on a `sleep`: a fork of `sh`, not a program to start.
+ */
 export const holderScript = `echo "$1" >/proc/sys/kernel/hostname
 exec </dev/null >/dev/null 2>&1
-while :; do sleep 2147483647 & wait; done
+while :; do (read -r _ <&3) & wait; done
 `
 
 /** Absolute paths of the tools the chains use, resolved once at box start. */
@@ -81,6 +115,8 @@ export interface Tools {
   readonly mkfifo: string
   readonly setsid: string
   readonly nsenter: string | undefined
+  /** nsenter can enter a working directory in the namespaces it enters (`--wdns`, util-linux 2.38). */
+  readonly nsenterWdns: boolean
   readonly unshare: string | undefined
   readonly setpriv: string | undefined
 }
@@ -93,11 +129,16 @@ export interface Context {
   readonly user: { readonly uid: number; readonly gid?: number; readonly supplementalGroups?: ReadonlyArray<number> } | undefined
 }
 
+/** nsenter into a pod's namespaces, without the closing `--`. */
+const enter = (tools: Tools, ctx: Context): Array<string> =>
+  ctx.holderPid !== undefined && tools.nsenter !== undefined
+    ? [tools.nsenter, "-t", String(ctx.holderPid), "-p", "-m", "-u", "-i", ...(ctx.net === true ? ["-n"] : [])]
+    : []
+
 /** The nsenter and setpriv part of a chain, then stage 2. */
 const inside = (tools: Tools, ctx: Context, failCode: number, workingDir: string, argv: ReadonlyArray<string>) => {
-  const out: Array<string> = []
-  if (ctx.holderPid !== undefined && tools.nsenter !== undefined)
-    out.push(tools.nsenter, "-t", String(ctx.holderPid), "-p", "-m", "-u", "-i", ...(ctx.net === true ? ["-n"] : []), "--")
+  const out: Array<string> = enter(tools, ctx)
+  if (out.length > 0) out.push("--")
   if (ctx.user !== undefined && tools.setpriv !== undefined) {
     const gid = ctx.user.gid ?? ctx.user.uid
     const groups = ctx.user.supplementalGroups ?? []
@@ -116,47 +157,55 @@ const inside = (tools: Tools, ctx: Context, failCode: number, workingDir: string
 /** A valid sh variable name: exported by the launch file; anything else goes through `env`. */
 const shellName = /^[A-Za-z_][A-Za-z0-9_]*$/
 
-/** The process driver's chain after the shim: setsid, [nsenter], [setpriv], stage 2, argv. */
-export const processChain = (tools: Tools, ctx: Context, workingDir: string, argv: ReadonlyArray<string>): Array<string> => [
-  tools.setsid,
-  ...inside(tools, ctx, 128, workingDir, argv)
-]
+/** What a container runs: the process driver's side of a launch. */
+export interface Workload {
+  readonly ctx: Context
+  readonly workingDir: string
+  readonly argv: ReadonlyArray<string>
+  /** The container's environment (the process driver's: PATH and the spec's). */
+  readonly env: Readonly<Record<string, string>>
+}
 
 /**
- * The launch file of a container: sourced by the Launcher with `$1` a token, it sets the
- * environment (the container's, for the process driver) and nothing else, and becomes the shim,
- * which runs `chain`. Kubernetes reports a container that cannot start with exit code 128.
+ * The launch file of a container: sourced by the Launcher with `$1` a token, it exports the
+ * container's environment and runs the shim in place (see above). Kubernetes reports a container
+ * that cannot start with exit code 128.
  */
-export const launchFile = (
-  tools: Tools,
-  dir: string,
-  chain: ReadonlyArray<string>,
-  env: Readonly<Record<string, string>>
-): string => {
+export const launchFile = (tools: Tools, dir: string, workload: Workload): string => {
+  const { ctx, workingDir, argv } = workload
   const lines = ["unset PWD"]
   const odd: Array<string> = []
-  for (const [k, v] of Object.entries(env)) {
+  for (const [k, v] of Object.entries(workload.env)) {
     if (shellName.test(k)) lines.push(`export ${k}=${quote(v)}`)
-    else odd.push(quote(`${k}=${v}`))
+    else odd.push(`${k}=${v}`)
   }
-  const shim = [tools.sh, "-c", shimScript, "shim", dir].map(quote)
-  const envPrefix = odd.length === 0 ? "" : `${quote(tools.env)} ${odd.join(" ")} `
-  lines.push(`exec ${envPrefix}${shim.join(" ")} "$1" ${quote(tools.mkfifo)} ${chain.map(quote).join(" ")}`)
-  return `${lines.join("\n")}\n`
+  const isolated = ctx.holderPid !== undefined && tools.nsenter !== undefined
+  // The shim checks the command and enters the working directory itself, unless the container
+  // runs as another user (then stage 2 does, as that user) or nsenter cannot enter it.
+  const check = ctx.user === undefined && (workingDir === "" || !isolated || tools.nsenterWdns)
+  const chain = [tools.setsid, ...(odd.length === 0 ? [] : [tools.env, ...odd])]
+  if (check) {
+    if (isolated) chain.push(...enter(tools, ctx), ...(workingDir === "" ? [] : [`--wdns=${workingDir}`]), "--")
+    chain.push(...argv)
+  } else chain.push(...inside(tools, ctx, 128, workingDir, argv))
+  const root = isolated ? `/proc/${ctx.holderPid}/root` : ""
+  const args = ['"$1"', ...[dir, tools.mkfifo, root, workingDir, check ? "1" : "0", argv[0] ?? "", ...chain].map(quote)]
+  lines.push(`set -- ${args.join(" ")}`, shimScript)
+  return lines.join("\n")
 }
 
 /**
  * The launch file of a pod holder, sourced by the Launcher with `$1` a token and `$2` the
- * hostname: answers "TOKEN <pid>", then becomes `unshare ...`, which forks the holder. With
- * `hostname`, the file names it itself (one not fit to pass as an argument), and one file serves
- * every pod otherwise.
+ * hostname: answers "TOKEN <pid>", then becomes `unshare ...`, which forks the holder, with the
+ * idle FIFO `idle` open read-write on fd 3 (see holderScript). With `hostname`, the file names
+ * it itself (one not fit to pass as an argument), and one file serves every pod otherwise.
  */
-export const holderFile = (tools: Tools, net = false, hostname?: string): string => {
+export const holderFile = (tools: Tools, idle: string, net = false, hostname?: string): string => {
   const argv = [tools.unshare ?? "unshare", ...holderArgv(tools, "", net).slice(0, -1)].map(quote)
   return [
     "read -r self _ </proc/self/stat",
     'echo "$1 $self"',
-    `exec ${argv.join(" ")} ${hostname === undefined ? '"$2"' : quote(hostname)} </dev/null >/dev/null 2>&1`,
+    `exec ${argv.join(" ")} ${hostname === undefined ? '"$2"' : quote(hostname)} </dev/null >/dev/null 2>&1 3<>${quote(idle)}`,
     ""
   ].join("\n")
 }

@@ -6,7 +6,7 @@
 import type { Runtime } from "@koder/fleet-core"
 import { Chunk, Stream } from "effect"
 import { createHash } from "node:crypto"
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -254,6 +254,26 @@ describe(`koder-fleet box (${mode})`, () => {
     await logged(id, "path=/opt/nothing-here")
   })
 
+  it("runs the workload in its working directory, finds its command there or on its own PATH, and passes every variable as given", async () => {
+    const wd = mkdtempSync(join(tmpdir(), "kbox-wd-"))
+    try {
+      writeFileSync(join(wd, "run.sh"), '#!/bin/sh\necho "pwd=$(pwd)"\n', { mode: 0o755 })
+      const start = async (name: string, spec: Partial<Runtime.ContainerSpec>) => {
+        const id = await c.run(c.rt.containers.create({ sandboxId: sandbox.id, name, attempt: 0, command: ["./run.sh"], ...spec }))
+        await c.run(c.rt.containers.start(id))
+        expect(await exited(id)).toMatchObject({ exitCode: 0 })
+        return id
+      }
+      await logged(await start("wd-relative", { workingDir: wd }), `pwd=${wd}`)
+      await logged(await start("wd-path", { command: ["run.sh"], workingDir: "/tmp", env: { PATH: `/no/such/dir:${wd}` } }), "pwd=/tmp")
+      // Names the shim could clash with (it runs in the shell that exports them), and one sh cannot export.
+      const env = await start("env", { command: ["env"], env: { d: "mine", token: "tok", self: "me", f: "eff", "my.var": "odd" } })
+      for (const line of ["d=mine", "token=tok", "self=me", "f=eff", "my.var=odd"]) await logged(env, line)
+    } finally {
+      rmSync(wd, { recursive: true, force: true })
+    }
+  })
+
   it("a command that cannot start is a StartError, not an ordinary exit", async () => {
     const id = await c.run(
       c.rt.containers.create({ sandboxId: sandbox.id, name: "missing", attempt: 0, command: ["no-such-command-kbox"] })
@@ -349,6 +369,27 @@ describe(`koder-fleet box (${mode})`, () => {
     await logged(id, "read-only")
     await c.run(c.rt.containers.remove(id))
     rmSync(target, { recursive: true, force: true })
+  })
+
+  it.runIf(isolated)("the pod's holder reaps the orphans its containers leave behind", async () => {
+    const mark = marker("orphan")
+    await run("orphan", `(sh -c 'sleep 0.2; exit 0' "$0-child" &); echo ready; sleep 1000`, mark)
+    await eventually(async () => (processesWith(`${mark}-child`).length === 0 ? true : undefined), 10_000, "the orphan to end")
+    const holders = new Set(processesWith(`holder\0web-${mode}`))
+    expect(holders.size).toBeGreaterThan(0)
+    // Ended and reaped: no zombie is left with a holder as its parent.
+    const zombies = () =>
+      readdirSync("/proc").filter((name) => {
+        if (!/^\d+$/.test(name)) return false
+        try {
+          const stat = readFileSync(`/proc/${name}/stat`, "utf8")
+          const [state, ppid] = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+          return state === "Z" && holders.has(Number(ppid))
+        } catch {
+          return false
+        }
+      })
+    await eventually(async () => (zombies().length === 0 ? true : undefined), 5_000, "the holder to reap the orphan")
   })
 
   it("removing a sandbox removes its containers and, isolated, its namespaces' holder", async () => {
