@@ -153,6 +153,9 @@ const privateDir = (dir: string): string | undefined => {
 const nsenterEntersWorkingDirs = (nsenter: string | undefined): boolean =>
   nsenter !== undefined && spawnSync(nsenter, ["--help"], { encoding: "utf8" }).stdout?.includes("--wdns") === true
 
+/** Can this env put ignored signals back to their default (`--default-signal`, coreutils 8.31)? */
+const envRestoresSignals = (env: string): boolean => spawnSync(env, ["--default-signal=INT,QUIT", "true"]).status === 0
+
 /** The names of this user's run directories in /dev/shm start so. */
 const runDirPrefix = `kbox-${process.getuid?.() ?? 0}-`
 
@@ -350,6 +353,7 @@ export class ProcessDriver {
       env: which("env") ?? "/usr/bin/env",
       mkfifo: which("mkfifo") ?? "/usr/bin/mkfifo",
       setsid: which("setsid") ?? "setsid",
+      envDefaultSignal: envRestoresSignals(which("env") ?? "/usr/bin/env"),
       nsenter: which("nsenter"),
       nsenterWdns: nsenterEntersWorkingDirs(which("nsenter")),
       unshare: which("unshare"),

@@ -15,7 +15,8 @@
  *      workload never gets EPIPE while the box is away (output waits in the pipe; see README),
  *   2. starts the workload in a subshell that first joins the container's cgroups (so nothing
  *      the workload forks escapes accounting or the memory limit), then execs the launch chain:
- *        setsid → [env NAME=… for names sh cannot export] → [nsenter into the pod's namespaces] → argv
+ *        setsid → env (SIGINT and SIGQUIT back to default; NAME=… for names sh cannot export)
+ *          → [nsenter into the pod's namespaces] → argv
  *      `setsid` execs in place; nsenter stays as the workload's parent (joining a pid namespace
  *      needs a fork) and mirrors its exit status,
  *   3. writes `pid` ("<shim pid> <launched pid>"), says the same on its stdout (a pipe the box
@@ -114,6 +115,8 @@ export interface Tools {
   readonly env: string
   readonly mkfifo: string
   readonly setsid: string
+  /** env has `--default-signal` (coreutils 8.31): a chain restores the signals `&` ignored. */
+  readonly envDefaultSignal: boolean
   readonly nsenter: string | undefined
   /** nsenter can enter a working directory in the namespaces it enters (`--wdns`, util-linux 2.38). */
   readonly nsenterWdns: boolean
@@ -183,7 +186,11 @@ export const launchFile = (tools: Tools, dir: string, workload: Workload): strin
   // The shim checks the command and enters the working directory itself, unless the container
   // runs as another user (then stage 2 does, as that user) or nsenter cannot enter it.
   const check = ctx.user === undefined && (workingDir === "" || !isolated || tools.nsenterWdns)
-  const chain = [tools.setsid, ...(odd.length === 0 ? [] : [tools.env, ...odd])]
+  // Every fork the launcher and the shim make with `&` ignores SIGINT and SIGQUIT (POSIX, for
+  // asynchronous commands without job control), and an exec keeps what is ignored: env puts them
+  // back, or `kfleet signal INT` and a stopSignal of SIGINT or SIGQUIT would reach nothing.
+  const restore = tools.envDefaultSignal ? ["--default-signal=INT,QUIT"] : []
+  const chain = [tools.setsid, ...(odd.length === 0 && restore.length === 0 ? [] : [tools.env, ...restore, ...odd])]
   if (check) {
     if (isolated) chain.push(...enter(tools, ctx), ...(workingDir === "" ? [] : [`--wdns=${workingDir}`]), "--")
     chain.push(...argv)

@@ -137,6 +137,18 @@ describe(`koder-fleet box (${mode})`, () => {
     expect((await c.fail(c.rt.containers.signal(id, "SIGTERM")))._tag).toBe("RuntimeInvalid")
   })
 
+  it("signal: SIGINT and SIGQUIT reach the workload (the shim's background forks do not leave them ignored)", async () => {
+    const id = await run("int", "trap 'echo got-int' INT; trap 'echo got-quit' QUIT; echo ready; while :; do sleep 0.05; done", marker("int"))
+    await logged(id, "ready")
+    const pid = (await c.run(c.rt.containers.inspect(id))).status.pid!
+    const ignored = BigInt(`0x${/^SigIgn:\s+([0-9a-f]+)$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]}`)
+    expect(ignored & ((1n << 1n) | (1n << 2n))).toBe(0n)
+    await c.run(c.rt.containers.signal(id, "INT"))
+    await logged(id, "got-int")
+    await c.run(c.rt.containers.signal(id, "SIGQUIT"))
+    await logged(id, "got-quit")
+  })
+
   it("exec: output, exit code, env, working directory and stdin of a command in the container's context", async () => {
     const id = await run("exec", "echo ready; sleep 1000", marker("exec"), { env: { FOO: "bar" }, workingDir: "/tmp" })
     const r = await c.run(
