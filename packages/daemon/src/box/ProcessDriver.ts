@@ -340,8 +340,8 @@ export class ProcessDriver {
   private launchDir: string | undefined
   /** FIFOs made ahead for containers' output (set once the data dir is locked). */
   private fifos: FifoPool | undefined
-  /** Launch files this box has made sure exist. */
-  private readonly launchFiles = new Set<string>()
+  /** The holder launch file, with and without a network namespace, once this box made sure it exists. */
+  private readonly holderFiles = new Map<boolean, string>()
   /** Pod networks (isolated, with iproute2): the bridge and veths, and the persisted IPAM. */
   private readonly podNet: PodNetwork | undefined
   private ipam: IpamStore | undefined
@@ -790,11 +790,13 @@ export class ProcessDriver {
    * a file in use is never rewritten).
    */
   private holderLaunchFile(net: boolean): string {
-    const text = Shim.holderFile(this.tools, this.idleFifo(), net)
-    const file = join(this.dataDir, "sandboxes", `holder-${createHash("sha256").update(text).digest("hex").slice(0, 12)}.sh`)
-    if (!this.launchFiles.has(file)) {
+    const idle = this.idleFifo()
+    let file = this.holderFiles.get(net)
+    if (file === undefined) {
+      const text = Shim.holderFile(this.tools, idle, net)
+      file = join(this.dataDir, "sandboxes", `holder-${createHash("sha256").update(text).digest("hex").slice(0, 12)}.sh`)
       if (!existsSync(file)) writeTextSync(file, text)
-      this.launchFiles.add(file)
+      this.holderFiles.set(net, file)
     }
     return file
   }

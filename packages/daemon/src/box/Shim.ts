@@ -5,11 +5,11 @@
  * under a running shim (a box upgrade) would corrupt it.
  *
  * Per container, one process outlives the box: the **shim**, the Launcher's forked `sh` running
- * the container's launch file (in the launcher's session; ~1.7 MB resident), which sets the
- * container's environment and runs the shim script in place: on the VMs this runs on, starting a
- * program costs about a millisecond of CPU (the dynamic loader's cpuid probes trap to the
- * hypervisor), the largest part of a pod start that is not the workload's, so the chain execs as
- * few as it can. The shim
+ * the container's launch file (in the launcher's session; ~1.2 MB resident), which sets the
+ * container's environment and runs the shim script in place. On the VMs this runs on, starting a
+ * program costs about a millisecond of CPU (fork, exec, page faults, and the dynamic loader's
+ * cpuid probes, which trap to the hypervisor): the largest part of a pod start that is not the
+ * workload's, so the chain execs as few programs as it can. The shim
  *   1. makes the container's stdout/stderr FIFOs (unless the box moved two there from its
  *      FifoPool) and holds them open read-write, so the
  *      workload never gets EPIPE while the box is away (output waits in the pipe; see README),
@@ -33,9 +33,9 @@ import { quote } from "./Launcher.js"
 
 /**
  * The shim, run in place by a container's launch file after `set -- TOKEN DIR MKFIFO ROOT WD
- * CHECK COMMAND CHAIN...` (COMMAND: the workload's, to check); env: the container's (process driver) plus FLEET_SHIM_CGROUPS. ROOT is the
- * pod's root as the host sees it (`/proc/<holder>/root`) or empty; CHECK is 1 when the shim is to
- * enter WD and check the command itself (no stage 2). Its own variables are `kbox_…`: it runs in
+ * CHECK COMMAND CHAIN...`; env: the container's (process driver) plus FLEET_SHIM_CGROUPS. ROOT
+ * is the pod's root as the host sees it (`/proc/<holder>/root`) or empty; CHECK is 1 when the
+ * shim is to enter WD and check COMMAND (the workload's) itself, 0 when stage 2 does. Its own variables are `kbox_…`: it runs in
  * the shell that exported the container's environment, whose names it must not reuse.
  */
 export const shimScript = `kbox_token=$1 kbox_d=$2 kbox_mk=$3 kbox_root=$4 kbox_wd=$5 kbox_check=$6 kbox_cmd=$7; shift 7
