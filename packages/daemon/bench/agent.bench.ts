@@ -91,8 +91,10 @@ const measure = async (server: BenchServer.BenchServer, phase: string, load: Loa
   }
   const createSeconds = (performance.now() - t0) / 1000
   const timeout = setTimeout(() => log(`${phase}: only ${running.size}/${count} Running after 120 s`), 120_000)
-  await Promise.race([done, new Promise((r) => setTimeout(r, 125_000))])
+  let giveUp: NodeJS.Timeout | undefined
+  await Promise.race([done, new Promise((r) => (giveUp = setTimeout(r, 125_000)))])
   clearTimeout(timeout)
+  clearTimeout(giveUp)
   const cpuMs = (server.cpuMs() ?? 0) - (cpuBefore ?? 0)
   const mainAfter = server.mainThread()
   const machineAfter = BenchServer.machineCpuMs()
