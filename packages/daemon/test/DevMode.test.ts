@@ -298,6 +298,8 @@ describe("koder-fleet dev", () => {
       .filter((h): h is number => h !== undefined)
     dev.child.kill("SIGINT")
     expect(await dev.exited).toBe(0)
+    // Pods were deleted and others started: descriptor numbers were reused without a warning.
+    expect(dev.stderr() + dev.stdout()).not.toContain("unmanaged mode")
     expect(existsSync(`/proc/${pid}`)).toBe(false)
     // A killed holder is gone once `unshare`, its parent, has reaped it and exited too.
     await eventually(async () => (holders.every((h) => !existsSync(`/proc/${h}`)) ? true : undefined), 5_000, "the pods' holders to be gone")

@@ -68,7 +68,12 @@ const entry = (): URL => {
  * alive until then.
  */
 export const spawn = (): Worker => {
-  const worker = new Worker(entry())
+  // The box hands descriptors it opened to sockets (a container's FIFOs: ContainerLogs), which
+  // close them without fs.close. A tracking worker kept each such number as its own, warned
+  // "opened in unmanaged mode twice" once the number was reused, and would close whatever held
+  // the numbers when the thread exits: the process's other descriptors among them. The node
+  // closes its own on stop (box.close), so nothing is tracked.
+  const worker = new Worker(entry(), { trackUnmanagedFds: false })
   worker.unref()
   return worker
 }
