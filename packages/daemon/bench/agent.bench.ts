@@ -7,7 +7,9 @@
 //   agent.pod_startup_paced.p99   ms, 100 more created at a steady 5 per second, as Kubernetes'
 //                                 density tests create their latency pods (the SLI measures
 //                                 latency, not throughput)
-// with p50, max, the create rate, the dev process's CPU, its main thread's time on a CPU and
+// with p50, max, where the p99 pod's kind of time went (`stagesP99Ms`: the create call, create →
+// bound to the node, bound → Running; each stage's own p99, so they need not add up), the create
+// rate, the dev process's CPU, its main thread's time on a CPU and
 // waiting for one, and the whole machine's CPU (the pods' processes too) in `params`. Knobs:
 //   FLEET_BENCH_PODS (100)  FLEET_BENCH_CONCURRENCY (10)  FLEET_BENCH_RATE (5)
 //   FLEET_BENCH_DEV_FLAGS (extra `koder-fleet dev` flags, space-separated)
@@ -43,6 +45,8 @@ const measure = async (server: BenchServer.BenchServer, phase: string, load: Loa
   if (status !== 200) throw new Error(`watch answered ${status}`)
   const created = new Map<string, number>()
   const running = new Map<string, number>()
+  const answered = new Map<string, number>()
+  const bound = new Map<string, number>()
   let buffer = ""
   let allRunning: () => void = () => {}
   const done = new Promise<void>((resolve) => (allRunning = resolve))
@@ -54,8 +58,9 @@ const measure = async (server: BenchServer.BenchServer, phase: string, load: Loa
     const now = performance.now()
     for (const line of lines) {
       if (line.trim() === "") continue
-      const event = JSON.parse(line) as { object: { metadata: { name: string }; status?: { phase?: string } } }
+      const event = JSON.parse(line) as { object: { metadata: { name: string }; spec?: { nodeName?: string }; status?: { phase?: string } } }
       const name = event.object.metadata.name
+      if (event.object.spec?.nodeName !== undefined && !bound.has(name)) bound.set(name, now)
       if (event.object.status?.phase === "Running" && !running.has(name)) {
         running.set(name, now)
         if (running.size === count) allRunning()
@@ -66,6 +71,7 @@ const measure = async (server: BenchServer.BenchServer, phase: string, load: Loa
     const name = `${phase}-${i}`
     created.set(name, performance.now())
     const r = await server.send("POST", "/api/v1/namespaces/default/pods", pod(name, phase))
+    answered.set(name, r.end)
     if (r.status !== 201) throw new Error(`create ${name}: ${r.status} ${r.body.toString()}`)
   }
   const cpuBefore = server.cpuMs()
@@ -101,6 +107,11 @@ const measure = async (server: BenchServer.BenchServer, phase: string, load: Loa
   response.destroy()
   watchAgent.destroy()
   const latencies = [...running].map(([name, at]) => at - created.get(name)!).sort((a, b) => a - b)
+  /** The p99 of `to - from` over the pods that have both. */
+  const stage = (from: ReadonlyMap<string, number>, to: ReadonlyMap<string, number>) => {
+    const spans = [...to].flatMap(([name, at]) => (from.has(name) ? [at - from.get(name)!] : [])).sort((a, b) => a - b)
+    return spans.length === 0 ? null : round(percentile(spans, 99))
+  }
   return {
     value: latencies.length === count ? round(percentile(latencies, 99)) : null,
     params: {
@@ -109,6 +120,7 @@ const measure = async (server: BenchServer.BenchServer, phase: string, load: Loa
       ...load,
       p50Ms: round(percentile(latencies, 50)),
       maxMs: round(latencies[latencies.length - 1] ?? NaN),
+      stagesP99Ms: { create: stage(created, answered), bind: stage(created, bound), start: stage(bound, running) },
       createPodsPerSecond: round(count / createSeconds),
       devCpuMs: cpuMs,
       ...(mainBefore && mainAfter ? { devMainRunMs: mainAfter.runMs - mainBefore.runMs, devMainWaitMs: mainAfter.waitMs - mainBefore.waitMs } : {}),
