@@ -9,8 +9,8 @@
 //                                 latency, not throughput)
 // with p50, max, where the p99 pod's kind of time went (`stagesP99Ms`: the create call, create →
 // bound to the node, bound → Running; each stage's own p99, so they need not add up), the create
-// rate, the dev process's CPU, its main thread's time on a CPU and
-// waiting for one, and the whole machine's CPU (the pods' processes too) in `params`. Knobs:
+// rate, the dev process's CPU, its main thread's time on a CPU and waiting for one, and the whole
+// machine's CPU (the pods' processes too) in `params`. Knobs:
 //   FLEET_BENCH_PODS (100)  FLEET_BENCH_CONCURRENCY (10)  FLEET_BENCH_RATE (5)
 //   FLEET_BENCH_DEV_FLAGS (extra `koder-fleet dev` flags, space-separated)
 import { performance } from "node:perf_hooks"

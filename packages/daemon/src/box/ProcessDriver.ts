@@ -348,14 +348,16 @@ export class ProcessDriver {
 
   private constructor(private readonly options: Options) {
     const root = process.getuid?.() === 0
+    const env = which("env") ?? "/usr/bin/env"
+    const nsenter = which("nsenter")
     this.tools = {
       sh: which("sh") ?? "/bin/sh",
-      env: which("env") ?? "/usr/bin/env",
+      env,
       mkfifo: which("mkfifo") ?? "/usr/bin/mkfifo",
       setsid: which("setsid") ?? "setsid",
-      envDefaultSignal: envRestoresSignals(which("env") ?? "/usr/bin/env"),
-      nsenter: which("nsenter"),
-      nsenterWdns: nsenterEntersWorkingDirs(which("nsenter")),
+      envDefaultSignal: envRestoresSignals(env),
+      nsenter,
+      nsenterWdns: nsenterEntersWorkingDirs(nsenter),
       unshare: which("unshare"),
       setpriv: which("setpriv")
     }

@@ -35,8 +35,9 @@ import { quote } from "./Launcher.js"
  * The shim, run in place by a container's launch file after `set -- TOKEN DIR MKFIFO ROOT WD
  * CHECK COMMAND CHAIN...`; env: the container's (process driver) plus FLEET_SHIM_CGROUPS. ROOT
  * is the pod's root as the host sees it (`/proc/<holder>/root`) or empty; CHECK is 1 when the
- * shim is to enter WD and check COMMAND (the workload's) itself, 0 when stage 2 does. Its own variables are `kbox_…`: it runs in
- * the shell that exported the container's environment, whose names it must not reuse.
+ * shim is to enter WD and check COMMAND (the workload's) itself, 0 when stage 2 does. Its own
+ * variables are `kbox_…`: it runs in the shell that exported the container's environment, whose
+ * names it must not reuse.
  */
 export const shimScript = `kbox_token=$1 kbox_d=$2 kbox_mk=$3 kbox_root=$4 kbox_wd=$5 kbox_check=$6 kbox_cmd=$7; shift 7
 [ -p "$kbox_d/stdout.fifo" ] && [ -p "$kbox_d/stderr.fifo" ] || "$kbox_mk" "$kbox_d/stdout.fifo" "$kbox_d/stderr.fifo" || exit 120
