@@ -2,10 +2,11 @@
  * Benchmark harness: one real `koder-fleet server` child process (SQLite store, default durable
  * settings, a temp data dir removed on stop) and a keep-alive HTTPS client carrying the CA and
  * token of the kubeconfig it wrote. `FLEET_BENCH_CPU_PROF=DIR` runs the server under
- * `node --cpu-prof` and leaves its `.cpuprofile` in DIR after a clean stop.
+ * `node --cpu-prof` and leaves its `.cpuprofile` in DIR after a clean stop; `FLEET_BENCH_NODE_FLAGS`
+ * adds Node or V8 flags (space-separated) to the server's command line.
  */
 import { spawn, type ChildProcess } from "node:child_process"
-import { readFileSync } from "node:fs"
+import { readdirSync, readFileSync } from "node:fs"
 import type { IncomingMessage } from "node:http"
 import { mkdtemp, rm } from "node:fs/promises"
 import { Agent, request as httpsRequest } from "node:https"
@@ -44,6 +45,12 @@ export interface BenchServer {
    * means the machine, not the thread, is the limit.
    */
   readonly mainThread: () => { readonly runMs: number; readonly waitMs: number } | undefined
+  /**
+   * CPU time (user + system, ms) of the server's threads so far, summed by thread name (each
+   * task's `comm` under `/proc/<pid>/task`): "main" is the main thread, "fleet-node" dev's node
+   * thread, and "node" the rest (V8's GC and compiler threads, libuv's pool); undefined off Linux.
+   */
+  readonly threadsCpuMs: () => Readonly<Record<string, number>> | undefined
   /** The server's resident memory now and at its peak (MiB); undefined off Linux. */
   readonly rssMiB: () => { readonly now: number; readonly peak: number } | undefined
   /** SIGTERM, wait for the drain (SIGKILL after 20 s), remove the data dir (unless it was given). */
@@ -65,12 +72,29 @@ const waitFor = async <A>(check: () => A | undefined, ms: number, what: string):
   }
 }
 
-const procCpuMs = (pid: number): number | undefined => {
+const procCpuMs = (pid: number, file = `/proc/${pid}/stat`): number | undefined => {
   try {
     // Fields after the parenthesised command name; utime and stime are fields 14 and 15 (ticks of 10 ms).
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+    const stat = readFileSync(file, "utf8")
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
     return (Number(fields[11]) + Number(fields[12])) * 10
+  } catch {
+    return undefined
+  }
+}
+
+const procThreadsCpuMs = (pid: number): Record<string, number> | undefined => {
+  try {
+    const out: Record<string, number> = {}
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        const name = tid === String(pid) ? "main" : readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim()
+        out[name] = (out[name] ?? 0) + (procCpuMs(Number(tid), `/proc/${pid}/task/${tid}/stat`) ?? 0)
+      } catch {
+        // The thread ended between the listing and the read.
+      }
+    }
+    return out
   } catch {
     return undefined
   }
@@ -118,7 +142,8 @@ export const start = async (flags: ReadonlyArray<string> = [], role: "server" | 
   const dir = dataDir ?? (await mkdtemp(join(tmpdir(), "fleet-api-bench-")))
   const removeDir = () => (dataDir === undefined ? rm(dir, { recursive: true, force: true }) : Promise.resolve())
   const profDir = process.env["FLEET_BENCH_CPU_PROF"]
-  const nodeFlags = ["--conditions=@koder/source", "--import", "tsx", ...(profDir ? ["--cpu-prof", "--cpu-prof-dir", profDir] : [])]
+  const extraNodeFlags = (process.env["FLEET_BENCH_NODE_FLAGS"] ?? "").split(" ").filter((f) => f !== "")
+  const nodeFlags = ["--conditions=@koder/source", "--import", "tsx", ...extraNodeFlags, ...(profDir ? ["--cpu-prof", "--cpu-prof-dir", profDir] : [])]
   const child: ChildProcess = spawn(process.execPath, [...nodeFlags, main, role, "--data-dir", dir, "--listen", "127.0.0.1:0", ...flags], {
     stdio: ["ignore", "pipe", "pipe"]
   })
@@ -210,7 +235,7 @@ export const start = async (flags: ReadonlyArray<string> = [], role: "server" | 
       await removeDir()
     }
 
-    return { pid: child.pid!, send, stream, agent, cpuMs: () => procCpuMs(child.pid!), mainThread: () => procSchedMs(child.pid!), rssMiB: () => procRssMiB(child.pid!), stop }
+    return { pid: child.pid!, send, stream, agent, cpuMs: () => procCpuMs(child.pid!), mainThread: () => procSchedMs(child.pid!), threadsCpuMs: () => procThreadsCpuMs(child.pid!), rssMiB: () => procRssMiB(child.pid!), stop }
   } catch (e) {
     await kill()
     throw e

@@ -3,6 +3,7 @@
  * `koder-fleet`: the process entry point. Parses the role and hands over to its wiring.
  */
 import * as HeapGrowth from "./observability/HeapGrowth.js"
+import * as InliningBudget from "./observability/InliningBudget.js"
 import * as Logging from "./observability/Logging.js"
 import * as Roles from "./Roles.js"
 
@@ -21,6 +22,7 @@ const usage = () =>
   ].join("\n")
 
 HeapGrowth.limit()
+InliningBudget.limit()
 const [command, ...given] = process.argv.slice(2)
 // The log flags apply to every role: taken off here, the role parses the rest.
 const logFlags = Logging.extractFlags(given)

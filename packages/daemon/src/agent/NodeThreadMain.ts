@@ -6,6 +6,7 @@
  */
 import { MetricRegistry } from "@koder/fleet-core"
 import { Cause, Effect, Exit, LogLevel, Option } from "effect"
+import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { parentPort, type MessagePort } from "node:worker_threads"
 import * as Box from "../box/Box.js"
@@ -13,6 +14,14 @@ import * as PortTransport from "../internal/PortTransport.js"
 import * as Logging from "../observability/Logging.js"
 import * as AgentProcess from "./AgentProcess.js"
 import type { FromWorker, ToWorker, WorkerData } from "./NodeThread.js"
+
+// Name this thread (Linux): `top -H`, `ps -L` and the agent benchmark then tell it from the main
+// thread and from V8's and libuv's helpers, which are all called "node".
+try {
+  writeFileSync("/proc/thread-self/comm", "fleet-node")
+} catch {
+  // Not Linux, or no /proc: the name is only a convenience.
+}
 
 const control = parentPort!
 const post = (message: FromWorker) => control.postMessage(message)
