@@ -22,8 +22,8 @@ const usage = () =>
   ].join("\n")
 
 HeapGrowth.limit()
-InliningBudget.limit()
 const [command, ...given] = process.argv.slice(2)
+InliningBudget.limit(command)
 // The log flags apply to every role: taken off here, the role parses the rest.
 const logFlags = Logging.extractFlags(given)
 const args = logFlags._tag === "Right" ? logFlags.right.rest : given

@@ -5,30 +5,37 @@
  * 1,500 functions over its first 20 seconds, and V8's compiler threads took 400–600 ms of CPU per
  * burst of 100 pod starts (a fifth of the machine on 2 cores), in competition with the work
  * itself. Deep Effect call chains make large inlined graphs that cost much to compile and gain
- * little. Fleet lowers V8's cumulative budget (920 bytes of bytecode) to 250: measured in the
- * agent benchmark (interleaved, 4 runs each), the compiler threads' CPU fell by about 30%, the
- * machine's by about 15%, and the first burst's p99 from about 830 to 630 ms, while a warm
- * process's main thread used no more CPU per burst than with V8's budget.
+ * little. `koder-fleet dev`, where the compiler competes with the workloads for the same host,
+ * lowers V8's cumulative budget (920 bytes of bytecode) to 250. In the agent benchmark on a 2-core
+ * VM, two interleaved A/Bs of 4 runs each (the flag on the command line, then set here) measured
+ * V8's helper threads at 30% and 12% less CPU, the machine at 15% and 4% less, and the first
+ * burst's p99 at about 20% and 8% lower; a warm process's main thread used no more CPU per burst.
+ * The other roles keep V8's budget until the API and scheduler benchmarks say otherwise: their
+ * hot loops run for hours, not for a burst.
  *
- * `FLEET_V8_INLINING_BUDGET` changes it (0: V8's own). TurboFan reads the flag at each compile,
- * so it applies from the process's first optimization on, and to every thread of the process.
+ * `FLEET_V8_INLINING_BUDGET` sets it for any role (0: V8's own). TurboFan reads the flag at each
+ * compile, so it applies from the process's first optimization on, and to every thread.
  */
 import { setFlagsFromString } from "node:v8"
 
 /** The default budget (bytes of bytecode inlined into one optimized function). */
 export const DefaultBytes = 250
 
-/** The budget from `FLEET_V8_INLINING_BUDGET`, or the default; undefined when it is 0 (V8 decides). */
-export const bytesFrom = (value: string | undefined): number | undefined => {
-  if (value === undefined || value.trim() === "") return DefaultBytes
+/**
+ * The budget for `role` from `FLEET_V8_INLINING_BUDGET`, else the role's default (dev's, or V8's
+ * for the others); undefined when V8 decides (0, or no default).
+ */
+export const bytesFrom = (value: string | undefined, role: string | undefined): number | undefined => {
+  const fallback = role === "dev" ? DefaultBytes : undefined
+  if (value === undefined || value.trim() === "") return fallback
   const n = Number(value)
-  if (!Number.isInteger(n) || n < 0) return DefaultBytes
+  if (!Number.isInteger(n) || n < 0) return fallback
   return n === 0 ? undefined : n
 }
 
 /** Apply the budget to this process (once, at start, before code turns hot). */
-export const limit = (env: NodeJS.ProcessEnv = process.env): number | undefined => {
-  const bytes = bytesFrom(env["FLEET_V8_INLINING_BUDGET"])
+export const limit = (role: string | undefined, env: NodeJS.ProcessEnv = process.env): number | undefined => {
+  const bytes = bytesFrom(env["FLEET_V8_INLINING_BUDGET"], role)
   if (bytes !== undefined) setFlagsFromString(`--max-inlined-bytecode-size-cumulative=${bytes}`)
   return bytes
 }
