@@ -10,17 +10,13 @@
  * full collection, so it applies from the process's first one on.
  */
 import { setFlagsFromString } from "node:v8"
+import * as V8Setting from "../internal/v8Setting.js"
 
 /** The default cap: the heap may grow to twice its live size (100% more). */
 export const DefaultPercent = 100
 
 /** The cap from `FLEET_HEAP_GROWTH_PERCENT`, or the default; undefined when it is 0 (V8 decides). */
-export const percentFrom = (value: string | undefined): number | undefined => {
-  if (value === undefined || value.trim() === "") return DefaultPercent
-  const n = Number(value)
-  if (!Number.isInteger(n) || n < 0) return DefaultPercent
-  return n === 0 ? undefined : n
-}
+export const percentFrom = (value: string | undefined): number | undefined => V8Setting.parse(value, DefaultPercent)
 
 /** Apply the cap to this process (once, before the heap grows). */
 export const limit = (env: NodeJS.ProcessEnv = process.env): number | undefined => {

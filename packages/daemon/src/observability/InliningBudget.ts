@@ -17,6 +17,7 @@
  * compile, so it applies from the process's first optimization on, and to every thread.
  */
 import { setFlagsFromString } from "node:v8"
+import * as V8Setting from "../internal/v8Setting.js"
 
 /** The default budget (bytes of bytecode inlined into one optimized function). */
 export const DefaultBytes = 250
@@ -25,13 +26,8 @@ export const DefaultBytes = 250
  * The budget for `role` from `FLEET_V8_INLINING_BUDGET`, else the role's default (dev's, or V8's
  * for the others); undefined when V8 decides (0, or no default).
  */
-export const bytesFrom = (value: string | undefined, role: string | undefined): number | undefined => {
-  const fallback = role === "dev" ? DefaultBytes : undefined
-  if (value === undefined || value.trim() === "") return fallback
-  const n = Number(value)
-  if (!Number.isInteger(n) || n < 0) return fallback
-  return n === 0 ? undefined : n
-}
+export const bytesFrom = (value: string | undefined, role: string | undefined): number | undefined =>
+  V8Setting.parse(value, role === "dev" ? DefaultBytes : undefined)
 
 /** Apply the budget to this process (once, at start, before code turns hot). */
 export const limit = (role: string | undefined, env: NodeJS.ProcessEnv = process.env): number | undefined => {
