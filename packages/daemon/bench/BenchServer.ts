@@ -57,6 +57,9 @@ export interface BenchServer {
   readonly stop: () => Promise<void>
 }
 
+/** The space-separated words of an environment variable (a knob listing flags); none when unset. */
+export const envWords = (name: string): Array<string> => (process.env[name] ?? "").split(" ").filter((w) => w !== "")
+
 /** Print progress (stderr: stdout carries only JSON lines). */
 export const log = (message: string): void => {
   process.stderr.write(`api bench: ${message}\n`)
@@ -72,7 +75,8 @@ const waitFor = async <A>(check: () => A | undefined, ms: number, what: string):
   }
 }
 
-const procCpuMs = (pid: number, file = `/proc/${pid}/stat`): number | undefined => {
+/** CPU time (ms) in a `/proc` stat file: a process's, or one of its tasks'. */
+const statCpuMs = (file: string): number | undefined => {
   try {
     // Fields after the parenthesised command name; utime and stime are fields 14 and 15 (ticks of 10 ms).
     const stat = readFileSync(file, "utf8")
@@ -83,13 +87,15 @@ const procCpuMs = (pid: number, file = `/proc/${pid}/stat`): number | undefined 
   }
 }
 
+const procCpuMs = (pid: number): number | undefined => statCpuMs(`/proc/${pid}/stat`)
+
 const procThreadsCpuMs = (pid: number): Record<string, number> | undefined => {
   try {
     const out: Record<string, number> = {}
     for (const tid of readdirSync(`/proc/${pid}/task`)) {
       try {
         const name = tid === String(pid) ? "main" : readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim()
-        out[name] = (out[name] ?? 0) + (procCpuMs(Number(tid), `/proc/${pid}/task/${tid}/stat`) ?? 0)
+        out[name] = (out[name] ?? 0) + (statCpuMs(`/proc/${pid}/task/${tid}/stat`) ?? 0)
       } catch {
         // The thread ended between the listing and the read.
       }
@@ -142,8 +148,7 @@ export const start = async (flags: ReadonlyArray<string> = [], role: "server" | 
   const dir = dataDir ?? (await mkdtemp(join(tmpdir(), "fleet-api-bench-")))
   const removeDir = () => (dataDir === undefined ? rm(dir, { recursive: true, force: true }) : Promise.resolve())
   const profDir = process.env["FLEET_BENCH_CPU_PROF"]
-  const extraNodeFlags = (process.env["FLEET_BENCH_NODE_FLAGS"] ?? "").split(" ").filter((f) => f !== "")
-  const nodeFlags = ["--conditions=@koder/source", "--import", "tsx", ...extraNodeFlags, ...(profDir ? ["--cpu-prof", "--cpu-prof-dir", profDir] : [])]
+  const nodeFlags = ["--conditions=@koder/source", "--import", "tsx", ...envWords("FLEET_BENCH_NODE_FLAGS"), ...(profDir ? ["--cpu-prof", "--cpu-prof-dir", profDir] : [])]
   const child: ChildProcess = spawn(process.execPath, [...nodeFlags, main, role, "--data-dir", dir, "--listen", "127.0.0.1:0", ...flags], {
     stdio: ["ignore", "pipe", "pipe"]
   })

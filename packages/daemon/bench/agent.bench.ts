@@ -167,7 +167,7 @@ const nodeReady = async (server: BenchServer.BenchServer) => {
   }
 }
 
-const server = await BenchServer.start((process.env["FLEET_BENCH_DEV_FLAGS"] ?? "").split(" ").filter((f) => f !== ""), "dev")
+const server = await BenchServer.start(BenchServer.envWords("FLEET_BENCH_DEV_FLAGS"), "dev")
 try {
   await nodeReady(server)
   for (let b = 0; b < bursts; b++) {
