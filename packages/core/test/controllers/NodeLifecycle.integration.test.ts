@@ -97,10 +97,9 @@ describe("NodeLifecycle (integration)", () => {
             }),
             { timeoutMs: 30_000 }
           )
-          // Grace period (1.5 s, counted from the node's last heartbeat, which came up to a heartbeat
-          // period before stoppedAt: 200 ms allows one late heartbeat; CI once saw eviction 19 ms
-          // "early" by stoppedAt) plus the toleration (2 s, counted from a timeAdded truncated to
-          // the second).
+          // Grace period (1.5 s, counted from when the controller saw the last heartbeat: up to a
+          // heartbeat period, 100 ms, before stoppedAt; 200 allows one late beat) plus the
+          // toleration (2 s, counted from a timeAdded truncated to the second).
           expect(Date.now() - stoppedAt).toBeGreaterThanOrEqual(1_500 - 200 + 1_000)
           const evicted = (yield* podsOf(c)).filter((p) => victims.includes(p.metadata.uid))
           for (const p of evicted) expect(Pods.condition(p, "DisruptionTarget")).toMatchObject({ status: "True", reason: "DeletionByTaintManager" })
