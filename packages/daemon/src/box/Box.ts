@@ -25,6 +25,8 @@ export interface Config {
   readonly logMaxFiles: number
   /** The bridge of pods with their own network (`network: pod`; default `fleet0`). */
   readonly bridge?: string
+  /** How the process driver starts containers: the native shim when it can (`auto`), or `sh`. */
+  readonly shim?: "auto" | "sh"
 }
 
 /** `koder-fleet box --help`. */
@@ -39,7 +41,9 @@ export const usage = `usage: koder-fleet box [flags]
   --log-max-size BYTES     rotate a container's log beyond this size (default 10485760)
   --log-max-files N        rotated log files kept per container (default 2)
   --bridge NAME            the bridge pods with their own network namespace attach to (default fleet0;
-                           isolated network mode: root, namespaces and iproute2)`
+                           isolated network mode: root, namespaces and iproute2)
+  --shim auto|sh           auto: start containers with the native shim, built once with the machine's
+                           C compiler (default; the sh chain without one); sh: always the sh chain`
 
 /** Parse flags; a string is the error to print. */
 export const parseFlags = (args: ReadonlyArray<string>): Config | string => {
@@ -55,7 +59,8 @@ export const parseFlags = (args: ReadonlyArray<string>): Config | string => {
         cgroups: { type: "string" },
         "log-max-size": { type: "string" },
         "log-max-files": { type: "string" },
-        bridge: { type: "string" }
+        bridge: { type: "string" },
+        shim: { type: "string" }
       },
       strict: true,
       allowPositionals: false
@@ -73,6 +78,8 @@ export const parseFlags = (args: ReadonlyArray<string>): Config | string => {
   if (isolation !== "auto" && isolation !== "none") return `--isolation ${JSON.stringify(isolation)}: expected auto or none`
   const cgroups = str("cgroups") ?? "auto"
   if (cgroups !== "auto" && cgroups !== "none") return `--cgroups ${JSON.stringify(cgroups)}: expected auto or none`
+  const shim = str("shim") ?? "auto"
+  if (shim !== "auto" && shim !== "sh") return `--shim ${JSON.stringify(shim)}: expected auto or sh`
   const count = (k: string, fallback: number, min: number) => {
     const v = str(k)
     if (v === undefined) return fallback
@@ -91,7 +98,8 @@ export const parseFlags = (args: ReadonlyArray<string>): Config | string => {
     cgroups,
     logMaxBytes,
     logMaxFiles,
-    bridge: str("bridge") ?? "fleet0"
+    bridge: str("bridge") ?? "fleet0",
+    shim
   }
 }
 
@@ -100,6 +108,8 @@ export interface Box {
   readonly info: Runtime.Info
   readonly runtime: Runtime.RuntimeService
   readonly socketPath: string
+  /** How the process driver starts containers (`native`, or `sh` and why); undefined with runc. */
+  readonly shim: string | undefined
   /** Stop serving; the containers keep running for the next box to adopt. */
   readonly close: () => Promise<void>
 }
@@ -109,10 +119,10 @@ export const start = async (config: Config): Promise<Box> => {
   const logRotation = { maxBytes: config.logMaxBytes, maxFiles: config.logMaxFiles }
   const driver =
     config.driver === "runc"
-      ? RuncDriver.open({ dataDir: config.dataDir, logRotation })
+      ? { ...RuncDriver.open({ dataDir: config.dataDir, logRotation }), shim: undefined }
       : (() => {
-          const d = ProcessDriver.open({ dataDir: config.dataDir, isolation: config.isolation, cgroups: config.cgroups, logRotation, ...(config.bridge === undefined ? {} : { bridge: config.bridge }) })
-          return { runtime: toRuntime(d), info: d.info, close: () => d.close() }
+          const d = ProcessDriver.open({ dataDir: config.dataDir, isolation: config.isolation, cgroups: config.cgroups, logRotation, ...(config.bridge === undefined ? {} : { bridge: config.bridge }), ...(config.shim === undefined ? {} : { shim: config.shim }) })
+          return { runtime: toRuntime(d), info: d.info, shim: d.shim, close: () => d.close() }
         })()
   const runtime = driver.runtime
   let server: KboxServer.Handle
@@ -124,6 +134,7 @@ export const start = async (config: Config): Promise<Box> => {
   }
   return {
     info: driver.info,
+    shim: driver.shim,
     runtime,
     socketPath: config.socketPath,
     close: async () => {
@@ -156,7 +167,8 @@ export const main = async (args: ReadonlyArray<string>): Promise<number> => {
   const caps = box.info.capabilities
   console.log(
     `koder-fleet box: serving the kbox API on ${box.socketPath} ` +
-      `(driver process, isolation ${caps.isolation}, cgroups ${caps.cgroups}, pod network ${caps.podNetwork ? `on bridge ${config.bridge ?? "fleet0"}` : "none"}, data ${config.dataDir})`
+      `(driver process, isolation ${caps.isolation}, cgroups ${caps.cgroups}, pod network ${caps.podNetwork ? `on bridge ${config.bridge ?? "fleet0"}` : "none"}, ` +
+      `${box.shim === undefined ? "" : `shim ${box.shim}, `}data ${config.dataDir})`
   )
   await new Promise<void>((resolve) => {
     process.once("SIGTERM", () => resolve())

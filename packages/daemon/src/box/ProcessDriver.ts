@@ -45,6 +45,7 @@ import * as ContainerLogs from "./ContainerLogs.js"
 import { FifoPool } from "./FifoPool.js"
 import { Launcher } from "./Launcher.js"
 import * as Procfs from "./Procfs.js"
+import * as NativeShim from "./NativeShim.js"
 import * as Shim from "./Shim.js"
 import { defaultPath, which } from "./Tools.js"
 
@@ -60,6 +61,11 @@ export interface Options {
   readonly pollIntervalMs?: number
   /** The bridge pods with their own network attach to (default `fleet0`). */
   readonly bridge?: string
+  /**
+   * `auto` (default): start containers and pod holders with the native shim when the machine can
+   * build it (NativeShim.ts), else the sh chain; `sh`: always the sh chain.
+   */
+  readonly shim?: "auto" | "sh"
 }
 
 /** What the driver reports as its version. */
@@ -99,7 +105,10 @@ interface ContainerRecord {
   launcher?: ProcessId
   /** The workload's main process: what signals go to (found lazily when isolated). */
   main?: ProcessId
-  /** Launched through nsenter (the launcher is then not the main process but its parent). */
+  /**
+   * Launched through nsenter (the launcher is then not the main process but its parent): the sh
+   * chain into a pod's namespaces. The native shim starts the main process itself.
+   */
   isolated?: boolean
   /**
    * The directory of the shim's files: the FIFOs, `pid`, `start-error` and `exit` (in the box's
@@ -314,6 +323,8 @@ const processId = (pid: number | undefined): ProcessId | undefined => {
 export class ProcessDriver {
   readonly info: Runtime.Info
   private readonly tools: Shim.Tools
+  /** How containers start: `native`, or `sh` and why (for the box's start-up line). */
+  readonly shim: string
   private readonly cg: Cgroups.Cgroups
   private readonly isolated: boolean
   private readonly rotation: ContainerLogs.Rotation
@@ -359,8 +370,14 @@ export class ProcessDriver {
       nsenter,
       nsenterWdns: nsenterEntersWorkingDirs(nsenter),
       unshare: which("unshare"),
-      setpriv: which("setpriv")
+      setpriv: which("setpriv"),
+      native: undefined
     }
+    if (options.shim !== "sh") {
+      const native = NativeShim.find(options.dataDir)
+      if ("path" in native) this.tools = { ...this.tools, native: native.path }
+      this.shim = "path" in native ? "native" : `sh (no native shim: ${native.reason})`
+    } else this.shim = "sh"
     this.isolated =
       options.isolation !== "none" && root && this.tools.nsenter !== undefined && this.tools.unshare !== undefined
     this.cg = options.cgroups === "none" ? Cgroups.none : Cgroups.detect(options.dataDir)
@@ -792,10 +809,9 @@ export class ProcessDriver {
    * a file in use is never rewritten).
    */
   private holderLaunchFile(net: boolean): string {
-    const idle = this.idleFifo()
     let file = this.holderFiles.get(net)
     if (file === undefined) {
-      const text = Shim.holderFile(this.tools, idle, net)
+      const text = Shim.holderFile(this.tools, () => this.idleFifo(), net)
       file = join(this.dataDir, "sandboxes", `holder-${createHash("sha256").update(text).digest("hex").slice(0, 12)}.sh`)
       if (!existsSync(file)) writeTextSync(file, text)
       this.holderFiles.set(net, file)
@@ -828,7 +844,7 @@ export class ProcessDriver {
     if (Shim.plainHostname(hostname)) answer = await this.launcher.run(this.holderLaunchFile(net), hostname)
     else {
       const file = join(this.launchDir ?? join(this.dataDir, "sandboxes"), `${id}.launch`)
-      writeFileSync(file, Shim.holderFile(this.tools, this.idleFifo(), net, hostname), { mode: 0o600 })
+      writeFileSync(file, Shim.holderFile(this.tools, () => this.idleFifo(), net, hostname), { mode: 0o600 })
       answer = await this.launcher.run(file)
       rmSync(file, { force: true })
     }
@@ -1006,7 +1022,6 @@ export class ProcessDriver {
     }
     await this.bindMounts(sb, spec.mounts ?? [])
     const env: Record<string, string> = { PATH: defaultPath, ...spec.env }
-    if (rec.cgroup) env.FLEET_SHIM_CGROUPS = this.cg.procsFiles(path).join(" ")
     const ctx: Shim.Context = { holderPid: sb.holder?.pid, net: sb.network !== undefined, user: spec.user }
     const file = this.launchDir === undefined ? join(dir, "launch") : join(this.launchDir, `${rec.id}.launch`)
     await this.fifos?.take(dir)
@@ -1017,7 +1032,15 @@ export class ProcessDriver {
       c.writer = writer
       void writer.attach({ holdOpen: true })
     }
-    const workload: Shim.Workload = { ctx, workingDir: spec.workingDir ?? "", argv: [...spec.command, ...(spec.args ?? [])], env }
+    const workload: Shim.Workload = {
+      ctx,
+      workingDir: spec.workingDir ?? "",
+      argv: [...spec.command, ...(spec.args ?? [])],
+      env,
+      cgroupFiles: rec.cgroup ? this.cg.procsFiles(path) : []
+    }
+    // The native shim is the workload's parent even in a pod; nsenter is between them otherwise.
+    const throughNsenter = sb.holder !== undefined && !Shim.nativeFits(this.tools, workload)
     await writeFile(file, Shim.launchFile(this.tools, dir, workload), { mode: 0o600 })
     // Recorded before the launch: a box that dies right here finds the shim through its pid file.
     rec.status = { state: "running", startedAt: now() }
@@ -1031,7 +1054,7 @@ export class ProcessDriver {
     if (Number.isInteger(launched) && launched > 0) {
       const launcher = processId(launched)
       if (launcher) rec.launcher = launcher
-      rec.isolated = sb.holder !== undefined
+      rec.isolated = throughNsenter
       if (!rec.isolated && launcher) rec.main = launcher
       rec.status = { state: "running", ...(rec.main ? { pid: rec.main.pid } : {}), startedAt: rec.status.startedAt! }
     }

@@ -123,6 +123,11 @@ export interface Tools {
   readonly nsenterWdns: boolean
   readonly unshare: string | undefined
   readonly setpriv: string | undefined
+  /**
+   * The native shim (NativeShim.ts), when the box has one: a container's launch and a pod's
+   * holder are then one exec of it instead of this module's chain.
+   */
+  readonly native: string | undefined
 }
 
 /** How to enter a container: the pod's namespaces (by its holder's pid) and the user. */
@@ -168,6 +173,29 @@ export interface Workload {
   readonly argv: ReadonlyArray<string>
   /** The container's environment (the process driver's: PATH and the spec's). */
   readonly env: Readonly<Record<string, string>>
+  /** The `cgroup.procs` files the workload joins before it execs (none without cgroups). */
+  readonly cgroupFiles: ReadonlyArray<string>
+}
+
+/**
+ * Does the native shim start this workload? It does unless the container runs as another user
+ * (stage 2 checks the command as that user) or has variables sh cannot export (the sh chain
+ * passes those to `env` as arguments; the native shim's own arguments last as long as it does,
+ * and an argument list is for anyone to read).
+ */
+export const nativeFits = (tools: Tools, workload: Workload): boolean =>
+  tools.native !== undefined && workload.ctx.user === undefined && Object.keys(workload.env).every((k) => shellName.test(k))
+
+/**
+ * The native launch of a container: `exec fleet-shim shim TOKEN DIR [-c FILE]... [-t HOLDER
+ * [-n]] [-w WORKDIR] -- ARGV...` (native/fleet-shim.c), the environment exported first.
+ */
+const nativeLaunch = (native: string, dir: string, workload: Workload): Array<string> => {
+  const { ctx, workingDir, argv } = workload
+  const args = [dir, ...workload.cgroupFiles.flatMap((f) => ["-c", f])]
+  if (ctx.holderPid !== undefined) args.push("-t", String(ctx.holderPid), ...(ctx.net === true ? ["-n"] : []))
+  if (workingDir !== "") args.push("-w", workingDir)
+  return [`exec ${quote(native)} shim "$1" ${[...args, "--", ...argv].map(quote).join(" ")}`]
 }
 
 /**
@@ -183,6 +211,8 @@ export const launchFile = (tools: Tools, dir: string, workload: Workload): strin
     if (shellName.test(k)) lines.push(`export ${k}=${quote(v)}`)
     else odd.push(`${k}=${v}`)
   }
+  if (nativeFits(tools, workload)) return [...lines, ...nativeLaunch(tools.native!, dir, workload)].join("\n")
+  if (workload.cgroupFiles.length > 0) lines.push(`export FLEET_SHIM_CGROUPS=${quote(workload.cgroupFiles.join(" "))}`)
   const isolated = ctx.holderPid !== undefined && tools.nsenter !== undefined
   // The shim checks the command and enters the working directory itself, unless the container
   // runs as another user (then stage 2 does, as that user) or nsenter cannot enter it.
@@ -204,18 +234,18 @@ export const launchFile = (tools: Tools, dir: string, workload: Workload): strin
 
 /**
  * The launch file of a pod holder, sourced by the Launcher with `$1` a token and `$2` the
- * hostname: answers "TOKEN <pid>", then becomes `unshare ...`, which forks the holder, with the
- * idle FIFO `idle` open read-write on fd 3 (see holderScript). With `hostname`, the file names
- * it itself (one not fit to pass as an argument), and one file serves every pod otherwise.
+ * hostname: answers "TOKEN <pid>", then becomes `fleet-shim holder` (the native shim) or
+ * `unshare ...`, either of which forks the holder; the sh holder gets the idle FIFO (`idle()`)
+ * open read-write on fd 3 (see holderScript). With `hostname`, the file names it itself (one not
+ * fit to pass as an argument), and one file serves every pod otherwise.
  */
-export const holderFile = (tools: Tools, idle: string, net = false, hostname?: string): string => {
-  const argv = [tools.unshare ?? "unshare", ...holderArgv(tools, "", net).slice(0, -1)].map(quote)
-  return [
-    "read -r self _ </proc/self/stat",
-    'echo "$1 $self"',
-    `exec ${argv.join(" ")} ${hostname === undefined ? '"$2"' : quote(hostname)} </dev/null >/dev/null 2>&1 3<>${quote(idle)}`,
-    ""
-  ].join("\n")
+export const holderFile = (tools: Tools, idle: () => string, net = false, hostname?: string): string => {
+  const name = hostname === undefined ? '"$2"' : quote(hostname)
+  const exec =
+    tools.native !== undefined
+      ? `exec ${quote(tools.native)} holder ${name}${net ? " net" : ""} </dev/null >/dev/null 2>&1`
+      : `exec ${[tools.unshare ?? "unshare", ...holderArgv(tools, "", net).slice(0, -1)].map(quote).join(" ")} ${name} </dev/null >/dev/null 2>&1 3<>${quote(idle())}`
+  return ["read -r self _ </proc/self/stat", 'echo "$1 $self"', exec, ""].join("\n")
 }
 
 /** A hostname the launcher can pass as one argument (a DNS name, as Kubernetes requires one). */

@@ -1,0 +1,511 @@
+/*
+ * fleet-shim: the process driver's native shim and pod holder (see src/box/NativeShim.ts).
+ *
+ * It does what the POSIX sh chain of src/box/Shim.ts does (same files, same answers, same exit
+ * codes), in one small program instead of four to six: on the VMs Fleet runs on, a program start
+ * costs about a millisecond, most of it in the C library's start-up (its CPU feature probes trap to
+ * the hypervisor). So this program has no C library at all: raw system calls, no allocation but
+ * one mmap, no stdio. It is built by the box with the machine's C compiler (freestanding, static)
+ * and starts in a tenth of the time of a dynamically linked one.
+ *
+ *   fleet-shim shim TOKEN DIR [-c CGROUP_PROCS]... [-t HOLDER_PID [-n]] [-w WORKDIR] -- ARGV...
+ *     The container's shim, exec'd by its launch file (environment: the container's). Makes DIR's
+ *     stdout/stderr FIFOs unless they are there and holds them open read-write for life; forks the
+ *     workload, which joins the cgroups, enters the pod's namespaces (of HOLDER_PID: pid, ipc, uts,
+ *     [net with -n], mount), starts a session, restores default signal dispositions, enters
+ *     WORKDIR, finds ARGV[0] and execs it, reporting a failure in DIR/start-error (exit 128);
+ *     writes DIR/pid ("<shim pid> <workload pid>"), answers "TOKEN <shim pid> <workload pid>" on
+ *     stdout, and when the workload ends writes DIR/exit (its code, or 128 + the signal).
+ *     Unlike sh + nsenter, the workload is the shim's own child even in a pod: the shim joins the
+ *     pod's pid namespace for its children only (setns), so no process sits between them.
+ *
+ *   fleet-shim holder HOSTNAME [net]
+ *     A pod's namespaces, as `unshare --pid --fork --mount --uts --ipc [--net] --mount-proc
+ *     --propagation private` with the holder as pid 1: the child mounts /proc, sets the hostname
+ *     and reaps orphans forever; this process waits for it and exits as it did.
+ *
+ *   fleet-shim version
+ *     Prints the protocol version (the box's check that a build runs).
+ *
+ * The shim's argv is wiped once parsed (it holds the workload's argv, which would make the shim
+ * look like its workload to anyone scanning /proc/PID/cmdline); the environment stays, as the
+ * sh shim's did (/proc/PID/environ is readable by the owner only).
+ */
+
+#include <asm/unistd.h>
+#include <linux/fcntl.h>
+#include <linux/sched.h>
+#include <linux/stat.h>
+
+#define VERSION "1"
+
+typedef unsigned long size_t;
+typedef long ssize_t;
+
+/* ------------------------------------------------------------------------------------------ */
+/* System calls                                                                                */
+
+static long syscall6(long n, long a, long b, long c, long d, long e, long f) {
+#if defined(__x86_64__)
+  register long r10 __asm__("r10") = d;
+  register long r8 __asm__("r8") = e;
+  register long r9 __asm__("r9") = f;
+  long ret;
+  __asm__ volatile("syscall" : "=a"(ret) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9) : "rcx", "r11", "memory");
+  return ret;
+#elif defined(__aarch64__)
+  register long x8 __asm__("x8") = n;
+  register long x0 __asm__("x0") = a;
+  register long x1 __asm__("x1") = b;
+  register long x2 __asm__("x2") = c;
+  register long x3 __asm__("x3") = d;
+  register long x4 __asm__("x4") = e;
+  register long x5 __asm__("x5") = f;
+  __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory");
+  return x0;
+#else
+#error "fleet-shim: x86_64 and aarch64 only (the box falls back to its sh chain elsewhere)"
+#endif
+}
+
+#define sys0(n) syscall6(n, 0, 0, 0, 0, 0, 0)
+#define sys1(n, a) syscall6(n, (long)(a), 0, 0, 0, 0, 0)
+#define sys2(n, a, b) syscall6(n, (long)(a), (long)(b), 0, 0, 0, 0)
+#define sys3(n, a, b, c) syscall6(n, (long)(a), (long)(b), (long)(c), 0, 0, 0)
+#define sys4(n, a, b, c, d) syscall6(n, (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
+#define sys5(n, a, b, c, d, e) syscall6(n, (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), 0)
+#define sys6(n, a, b, c, d, e, f) syscall6(n, (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), (long)(f))
+
+#define EINTR 4
+#define ENOENT 2
+#define EACCES 13
+#define ECHILD 10
+#define ENOEXEC 8
+
+#define SIGINT 2
+#define SIGKILL 9
+#define SIGPIPE 13
+#define SIGTERM 15
+#define SIGCHLD 17
+#define SIGSTOP 19
+#define NSIG 64
+#define SIG_DFL 0
+#define SIG_IGN 1
+#define SIG_BLOCK 0
+#define SIG_SETMASK 2
+
+#define MS_NOSUID 2
+#define MS_NODEV 4
+#define MS_NOEXEC 8
+#define MS_REC 16384
+#define MS_PRIVATE (1 << 18)
+
+#define X_OK 1
+
+/* The kernel's struct sigaction (x86_64 and aarch64 alike): no handlers here, so no restorer. */
+struct ksigaction {
+  unsigned long handler;
+  unsigned long flags;
+  unsigned long restorer;
+  unsigned long mask;
+};
+
+__attribute__((noreturn)) static void exit_now(int code) {
+  for (;;) sys1(__NR_exit_group, code);
+}
+
+static int open_at(const char *path, int flags, int mode) { return (int)sys4(__NR_openat, AT_FDCWD, path, flags | O_CLOEXEC, mode); }
+static void close_fd(int fd) { sys1(__NR_close, fd); }
+static int move_fd(int from, int to) {
+  if (from == to) return 0;
+  if (sys3(__NR_dup3, from, to, 0) < 0) return -1;
+  close_fd(from);
+  return 0;
+}
+static long fork_now(void) { return sys5(__NR_clone, SIGCHLD, 0, 0, 0, 0); }
+static long self_pid(void) { return sys0(__NR_getpid); }
+
+static void set_signal(int sig, unsigned long handler) {
+  struct ksigaction sa = {handler, 0, 0, 0};
+  sys4(__NR_rt_sigaction, sig, &sa, 0, sizeof(unsigned long));
+}
+
+/* The type bits of a path's mode (following symlinks), or 0 when it cannot be looked at. */
+static unsigned path_type(const char *path) {
+  struct statx st;
+  if (sys5(__NR_statx, AT_FDCWD, path, 0, STATX_TYPE, &st) < 0) return 0;
+  return st.stx_mode & S_IFMT;
+}
+
+/* wait4 through EINTR: the child's wait status, or -1. */
+static long wait_child(long pid, int *status) {
+  for (;;) {
+    long r = sys4(__NR_wait4, pid, status, 0, 0);
+    if (r != -EINTR) return r;
+  }
+}
+
+/* The exit code a shell's `$?` gives for a wait status: the code, or 128 + the signal. */
+static int code_of(int status) { return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f); }
+
+/* ------------------------------------------------------------------------------------------ */
+/* Strings (gcc may call memset and memcpy for its own copies, even freestanding)             */
+
+void *memset(void *d, int c, size_t n) {
+  unsigned char *p = d;
+  while (n--) *p++ = (unsigned char)c;
+  return d;
+}
+void *memcpy(void *d, const void *s, size_t n) {
+  unsigned char *p = d;
+  const unsigned char *q = s;
+  while (n--) *p++ = *q++;
+  return d;
+}
+static size_t len(const char *s) {
+  size_t n = 0;
+  while (s[n]) n++;
+  return n;
+}
+static int same(const char *a, const char *b) {
+  while (*a && *a == *b) a++, b++;
+  return *a == *b;
+}
+
+/* A bounded string builder: too long a path fails as one that is not there. */
+#define PATH_CAP 4096
+struct buf {
+  char s[PATH_CAP];
+  size_t n;
+  int over;
+};
+static void put(struct buf *b, const char *s) {
+  for (; *s; s++) {
+    if (b->n + 1 >= PATH_CAP) {
+      b->over = 1;
+      break;
+    }
+    b->s[b->n++] = *s;
+  }
+  b->s[b->n] = 0;
+}
+static void put_n(struct buf *b, const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (b->n + 1 >= PATH_CAP) {
+      b->over = 1;
+      break;
+    }
+    b->s[b->n++] = s[i];
+  }
+  b->s[b->n] = 0;
+}
+static void put_num(struct buf *b, long v) {
+  char d[24];
+  int i = 0;
+  if (v < 0) put(b, "-"), v = -v;
+  do d[i++] = (char)('0' + v % 10), v /= 10;
+  while (v > 0);
+  while (i > 0) put_n(b, &d[--i], 1);
+}
+static void reset(struct buf *b) { b->n = 0, b->s[0] = 0, b->over = 0; }
+
+/* Write all of a buffer (a pipe or a small file: short writes only on error). */
+static int write_all(int fd, const char *s, size_t n) {
+  while (n > 0) {
+    long w = sys3(__NR_write, fd, s, n);
+    if (w == -EINTR) continue;
+    if (w <= 0) return -1;
+    s += w, n -= (size_t)w;
+  }
+  return 0;
+}
+
+/* Replace a file's content: written beside it, then renamed over it. */
+static int write_file(const char *dir, const char *name, const char *text) {
+  struct buf tmp = {0}, to = {0};
+  put(&tmp, dir), put(&tmp, "/"), put(&tmp, name), put(&tmp, ".tmp");
+  put(&to, dir), put(&to, "/"), put(&to, name);
+  if (tmp.over || to.over) return -1;
+  int fd = open_at(tmp.s, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) return -1;
+  int ok = write_all(fd, text, len(text));
+  close_fd(fd);
+  if (ok < 0) return -1;
+  return sys5(__NR_renameat2, AT_FDCWD, tmp.s, AT_FDCWD, to.s, 0) < 0 ? -1 : 0;
+}
+
+static const char *reason(long err) {
+  switch (err) {
+    case ENOENT: return "no such file or directory";
+    case EACCES: return "permission denied";
+    case ENOEXEC: return "exec format error";
+    case 7: return "argument list too long";
+    case 12: return "out of memory";
+    case 26: return "text file busy";
+    case 36: return "file name too long";
+    case 40: return "too many levels of symbolic links";
+    case 1: return "operation not permitted";
+    case 22: return "invalid argument";
+    default: return "error";
+  }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* shim                                                                                        */
+
+#define MAX_CGROUPS 16
+
+struct shim {
+  const char *token, *dir, *workdir;
+  const char *cgroups[MAX_CGROUPS];
+  int ncgroups;
+  long holder;
+  int net;
+  char **argv; /* the workload's, NULL-terminated (copied out of the wiped argv) */
+  char **envp;
+};
+
+/* The workload's side of the fork: never returns. `fail` is the start-error file's descriptor. */
+__attribute__((noreturn)) static void workload(const struct shim *s, int fail, const int *ns, int nns) {
+  struct buf b = {0}, msg = {0};
+  /* Its standard streams, opened before the mount namespace changes what paths name. */
+  int in = open_at("/dev/null", O_RDONLY, 0);
+  put(&b, s->dir), put(&b, "/stdout.fifo");
+  int out = open_at(b.s, O_WRONLY, 0);
+  reset(&b), put(&b, s->dir), put(&b, "/stderr.fifo");
+  int err = open_at(b.s, O_WRONLY, 0);
+  if (in < 0 || out < 0 || err < 0) exit_now(120);
+  /* Its cgroups, before anything it runs can fork out of their accounting ("0": this process). */
+  for (int i = 0; i < s->ncgroups; i++) {
+    int fd = open_at(s->cgroups[i], O_WRONLY, 0);
+    if (fd < 0 || write_all(fd, "0", 1) < 0) exit_now(121);
+    close_fd(fd);
+  }
+  /* The pod's namespaces (its pid namespace came with the fork), the mount namespace last. */
+  static const int types[] = {CLONE_NEWIPC, CLONE_NEWUTS, CLONE_NEWNET, CLONE_NEWNS};
+  for (int i = 0; i < nns; i++) {
+    if (ns[i] < 0) continue;
+    long r = sys2(__NR_setns, ns[i], types[i]);
+    if (r < 0) {
+      put(&msg, "cannot enter the pod's namespaces: "), put(&msg, reason(-r)), put(&msg, "\n");
+      write_all(fail, msg.s, msg.n);
+      exit_now(128);
+    }
+    close_fd(ns[i]);
+  }
+  sys0(__NR_setsid);
+  /* What `&` ignored (SIGINT, SIGQUIT) and the shim's SIGPIPE: the workload starts with defaults. */
+  for (int sig = 1; sig <= NSIG; sig++)
+    if (sig != SIGKILL && sig != SIGSTOP) set_signal(sig, SIG_DFL);
+  unsigned long none = 0;
+  sys4(__NR_rt_sigprocmask, SIG_SETMASK, &none, 0, sizeof none);
+  if (move_fd(in, 0) < 0 || move_fd(out, 1) < 0 || move_fd(err, 2) < 0) exit_now(120);
+  if (s->workdir[0] && sys1(__NR_chdir, s->workdir) < 0) {
+    put(&msg, "working directory "), put(&msg, s->workdir), put(&msg, ": not found or not accessible\n");
+    write_all(fail, msg.s, msg.n);
+    exit_now(128);
+  }
+  /* The command, as a shell finds it: a path as it is, a name along PATH (empty entries: "."). */
+  const char *cmd = s->argv[0];
+  int slash = 0;
+  for (const char *p = cmd; *p; p++)
+    if (*p == '/') slash = 1;
+  const char *path = 0;
+  if (slash) {
+    if (path_type(cmd) == S_IFREG && sys4(__NR_faccessat, AT_FDCWD, cmd, X_OK, 0) == 0) path = cmd;
+    else put(&msg, cmd), put(&msg, ": no such executable file\n");
+  } else {
+    const char *dirs = "";
+    for (char **e = s->envp; *e; e++)
+      if ((*e)[0] == 'P' && (*e)[1] == 'A' && (*e)[2] == 'T' && (*e)[3] == 'H' && (*e)[4] == '=') dirs = *e + 5;
+    for (const char *d = dirs;;) {
+      const char *end = d;
+      while (*end && *end != ':') end++;
+      reset(&b);
+      if (end == d) put(&b, ".");
+      else put_n(&b, d, (size_t)(end - d));
+      put(&b, "/"), put(&b, cmd);
+      if (!b.over && path_type(b.s) == S_IFREG && sys4(__NR_faccessat, AT_FDCWD, b.s, X_OK, 0) == 0) {
+        path = b.s;
+        break;
+      }
+      if (!*end) break;
+      d = end + 1;
+    }
+    if (!path) put(&msg, "executable file not found in PATH: "), put(&msg, cmd), put(&msg, "\n");
+  }
+  if (!path) {
+    write_all(fail, msg.s, msg.n);
+    exit_now(128);
+  }
+  long r = sys3(__NR_execve, path, s->argv, s->envp);
+  if (r == -ENOEXEC) {
+    /* A script without "#!": a shell runs it, as `exec` in sh would. */
+    size_t n = 0;
+    while (s->argv[n]) n++;
+    char *argv[n + 2];
+    argv[0] = "sh", argv[1] = (char *)path;
+    for (size_t i = 1; i <= n; i++) argv[i + 1] = s->argv[i];
+    r = sys3(__NR_execve, "/bin/sh", argv, s->envp);
+  }
+  put(&msg, cmd), put(&msg, ": cannot run it: "), put(&msg, reason(-r)), put(&msg, "\n");
+  write_all(fail, msg.s, msg.n);
+  exit_now(128);
+}
+
+static int run_shim(struct shim *s) {
+  struct buf out = {0}, err = {0}, b = {0};
+  put(&out, s->dir), put(&out, "/stdout.fifo");
+  put(&err, s->dir), put(&err, "/stderr.fifo");
+  if (out.over || err.over) return 120;
+  /* The FIFOs, unless the box moved two from its pool; held read-write for life, so the workload
+     never gets EPIPE while the box is away (output waits in the pipe). */
+  if (path_type(out.s) != S_IFIFO || path_type(err.s) != S_IFIFO) {
+    if (path_type(out.s) != S_IFIFO && sys4(__NR_mknodat, AT_FDCWD, out.s, S_IFIFO | 0600, 0) < 0) return 120;
+    if (path_type(err.s) != S_IFIFO && sys4(__NR_mknodat, AT_FDCWD, err.s, S_IFIFO | 0600, 0) < 0) return 120;
+  }
+  int hold_out = open_at(out.s, O_RDWR, 0);
+  int hold_err = open_at(err.s, O_RDWR, 0);
+  put(&b, s->dir), put(&b, "/start-error");
+  int fail = open_at(b.s, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (hold_out < 0 || hold_err < 0 || fail < 0) return 120;
+  /* The pod's namespaces, by its holder. */
+  int ns[4] = {-1, -1, -1, -1};
+  static const char *names[] = {"ipc", "uts", "net", "mnt"};
+  if (s->holder > 0) {
+    for (int i = 0; i < 4; i++) {
+      if (i == 2 && !s->net) continue;
+      reset(&b), put(&b, "/proc/"), put_num(&b, s->holder), put(&b, "/ns/"), put(&b, names[i]);
+      ns[i] = open_at(b.s, O_RDONLY, 0);
+    }
+    reset(&b), put(&b, "/proc/"), put_num(&b, s->holder), put(&b, "/ns/pid");
+    int pid_ns = open_at(b.s, O_RDONLY, 0);
+    /* For the children only: the shim itself stays where it is. */
+    long r = pid_ns < 0 ? pid_ns : sys2(__NR_setns, pid_ns, CLONE_NEWPID);
+    int missing = r < 0;
+    for (int i = 0; i < 4; i++)
+      if (ns[i] < 0 && (i != 2 || s->net)) missing = 1;
+    if (missing) {
+      const char *m = "cannot enter the pod's namespaces: its holder is gone\n";
+      write_all(fail, m, len(m));
+      return 128;
+    }
+    close_fd(pid_ns);
+  }
+  long pid = fork_now();
+  if (pid < 0) return 120;
+  if (pid == 0) workload(s, fail, ns, 4);
+  for (int i = 0; i < 4; i++)
+    if (ns[i] >= 0) close_fd(ns[i]);
+  close_fd(fail);
+  reset(&b), put_num(&b, self_pid()), put(&b, " "), put_num(&b, pid), put(&b, "\n");
+  write_file(s->dir, "pid", b.s);
+  /* The answer goes to the box through the launcher's pipe, which may be gone by now. */
+  set_signal(SIGPIPE, SIG_IGN);
+  struct buf answer = {0};
+  put(&answer, s->token), put(&answer, " "), put(&answer, b.s);
+  write_all(1, answer.s, answer.n);
+  int null = open_at("/dev/null", O_WRONLY, 0);
+  if (null >= 0) move_fd(null, 1);
+  int status = 0;
+  if (wait_child(pid, &status) < 0) return 1;
+  reset(&b), put_num(&b, code_of(status)), put(&b, "\n");
+  write_file(s->dir, "exit", b.s);
+  return 0;
+}
+
+/* Parse the shim's arguments, copy the workload's argv out, and wipe the shim's own. */
+static int shim_main(int argc, char **argv, char **envp) {
+  static struct shim s;
+  if (argc < 5) return 2;
+  s.token = argv[2], s.dir = argv[3], s.workdir = "", s.envp = envp;
+  int i = 4;
+  for (; i < argc && !same(argv[i], "--"); i++) {
+    const char *a = argv[i];
+    if (same(a, "-n")) s.net = 1;
+    else if (i + 1 >= argc) return 2;
+    else if (same(a, "-c") && s.ncgroups < MAX_CGROUPS) s.cgroups[s.ncgroups++] = argv[++i];
+    else if (same(a, "-w")) s.workdir = argv[++i];
+    else if (same(a, "-t")) {
+      long v = 0;
+      for (const char *p = argv[++i]; *p; p++) v = v * 10 + (*p - '0');
+      s.holder = v;
+    } else return 2;
+  }
+  if (i + 1 >= argc) return 2;
+  /* Everything but argv[0] and "shim" is copied into one mapping, then wiped where it was. */
+  char *from = argv[2], *to_end = argv[argc - 1] + len(argv[argc - 1]) + 1;
+  size_t strings = ((size_t)(to_end - from) + 7) & ~(size_t)7;
+  size_t size = strings + (size_t)(argc + 1) * sizeof(char *);
+  char *copy = (char *)sys6(__NR_mmap, 0, size, 3 /* read, write */, 0x22 /* private, anonymous */, -1, 0);
+  if ((unsigned long)copy > -4096UL) return 120;
+  memcpy(copy, from, (size_t)(to_end - from));
+  char **at = (char **)(copy + strings);
+  for (int k = 2; k < argc; k++) at[k] = copy + (argv[k] - from);
+  at[argc] = 0;
+  s.token = at[2], s.dir = at[3];
+  if (s.workdir[0]) s.workdir = copy + (s.workdir - from);
+  for (int k = 0; k < s.ncgroups; k++) s.cgroups[k] = copy + (s.cgroups[k] - from);
+  s.argv = &at[i + 1];
+  memset(from, 0, (size_t)(to_end - from));
+  return run_shim(&s);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* holder                                                                                      */
+
+static int holder_main(int argc, char **argv) {
+  if (argc < 3) return 2;
+  const char *hostname = argv[2];
+  int flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC;
+  if (argc > 3 && same(argv[3], "net")) flags |= CLONE_NEWNET;
+  if (sys1(__NR_unshare, flags) < 0) return 1;
+  /* Nothing mounted in the pod propagates back to the host. */
+  if (sys5(__NR_mount, "none", "/", 0, MS_REC | MS_PRIVATE, 0) < 0) return 1;
+  long pid = fork_now();
+  if (pid < 0) return 1;
+  if (pid == 0) {
+    /* pid 1 of the pod: its own /proc, its hostname, then reap whatever is handed to it. */
+    if (sys5(__NR_mount, "proc", "/proc", "proc", MS_NOSUID | MS_NOEXEC | MS_NODEV, 0) < 0) exit_now(1);
+    sys2(__NR_sethostname, hostname, len(hostname));
+#ifdef __NR_close_range
+    sys3(__NR_close_range, 3, ~0U, 0);
+#endif
+    /* Blocked, SIGCHLD stays pending without a handler, which sigtimedwait then takes. */
+    unsigned long chld = 1UL << (SIGCHLD - 1);
+    sys4(__NR_rt_sigprocmask, SIG_BLOCK, &chld, 0, sizeof chld);
+    for (;;) {
+      long r = sys4(__NR_wait4, -1, 0, 0, 0);
+      if (r == -ECHILD) sys4(__NR_rt_sigtimedwait, &chld, 0, 0, sizeof chld);
+    }
+  }
+  set_signal(SIGINT, SIG_IGN);
+  set_signal(SIGTERM, SIG_IGN);
+  int status = 0;
+  if (wait_child(pid, &status) < 0) return 1;
+  if ((status & 0x7f) != 0) {
+    int sig = status & 0x7f;
+    set_signal(sig, SIG_DFL);
+    sys2(__NR_kill, self_pid(), sig);
+  }
+  return code_of(status);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+__attribute__((used, noreturn)) void start_c(long *sp) {
+  int argc = (int)sp[0];
+  char **argv = (char **)(sp + 1);
+  char **envp = argv + argc + 1;
+  int code = 2;
+  if (argc >= 2 && same(argv[1], "shim")) code = shim_main(argc, argv, envp);
+  else if (argc >= 2 && same(argv[1], "holder")) code = holder_main(argc, argv);
+  else if (argc >= 2 && same(argv[1], "version")) code = write_all(1, "fleet-shim " VERSION "\n", len("fleet-shim " VERSION "\n")) < 0;
+  exit_now(code);
+}
+
+#if defined(__x86_64__)
+__asm__(".text\n.globl _start\n_start:\n xor %rbp, %rbp\n mov %rsp, %rdi\n and $-16, %rsp\n call start_c\n hlt\n");
+#elif defined(__aarch64__)
+__asm__(".text\n.globl _start\n_start:\n mov x29, #0\n mov x0, sp\n bl start_c\n");
+#endif
