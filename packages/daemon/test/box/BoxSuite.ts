@@ -1,7 +1,9 @@
 /**
  * The `koder-fleet box` suite with the process driver: a real box process, a real socket, real
  * workloads, driven through kbox-client. Box.test.ts runs it isolated (root: pod namespaces and
- * cgroups), BoxPlain.test.ts plain (`--isolation none --cgroups none`: what an unprivileged box does).
+ * cgroups), BoxPlain.test.ts plain (`--isolation none --cgroups none`: what an unprivileged box does),
+ * both with the native shim where the machine can build it; BoxShellChain.test.ts runs it isolated
+ * with the sh chain (`--shim sh`), what a box without a C compiler uses.
  */
 import type { Runtime } from "@koder/fleet-core"
 import { Chunk, Stream } from "effect"
@@ -10,6 +12,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { which } from "../../src/box/Tools.js"
 import {
   alive,
   type BoxProcess,
@@ -24,14 +27,16 @@ import {
   startBox
 } from "./BoxProcess.js"
 
-/** The suite, run by Box.test.ts (isolated) and BoxPlain.test.ts (plain). */
-export const suite = (mode: "isolated" | "plain", args: ReadonlyArray<string>) =>
+/** The suite, run by Box.test.ts (isolated), BoxPlain.test.ts (plain) and BoxShellChain.test.ts. */
+export const suite = (isolation: "isolated" | "plain", args: ReadonlyArray<string>, shim: "auto" | "sh" = "auto") => {
+// Names of pods and markers: suites run side by side, and look for their processes by name.
+const mode = shim === "sh" ? `${isolation}-sh` : isolation
 describe(`koder-fleet box (${mode})`, () => {
   let dir: string
   let box: BoxProcess
   let c: Client
   let sandbox: Runtime.Sandbox
-  const isolated = mode === "isolated"
+  const isolated = isolation === "isolated"
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "kbox-"))
@@ -44,6 +49,7 @@ describe(`koder-fleet box (${mode})`, () => {
       String(64 * 1024),
       "--log-max-files",
       "1",
+      ...(shim === "sh" ? ["--shim", "sh"] : []),
       ...args
     ])
     c = await connect(box.socketPath)
@@ -85,6 +91,27 @@ describe(`koder-fleet box (${mode})`, () => {
     expect(info.capabilities.cgroups).toBe(isolated ? "v1" : "none")
     expect(info.capabilities.limits.memory).toBe(isolated)
     expect(statSync(box.socketPath).mode & 0o777).toBe(0o600)
+  })
+
+  it("starts containers with the native shim where it can build one, else the sh chain, and says which", () => {
+    const native = shim === "auto" && ["cc", "gcc", "clang"].some((cc) => which(cc) !== undefined)
+    expect(box.stdout()).toContain(native ? "shim native," : "shim sh")
+  })
+
+  it("the main process is the shim's own child (native) and the shim does not pose as its workload", async () => {
+    const mark = marker("parent")
+    const id = await run("parent", "echo ready; while :; do sleep 1; done", mark)
+    await logged(id, "ready")
+    const pid = (await c.run(c.rt.containers.inspect(id))).status.pid!
+    const parent = Number(/\) \S+ (\d+) /.exec(readFileSync(`/proc/${pid}/stat`, "utf8"))![1])
+    // The sh chain into a pod puts nsenter between them (it carries the workload's command line
+    // too); the native shim joins the pod's pid namespace for its children only. Plain, both
+    // chains exec down to the workload.
+    const direct = shim === "auto" || !isolated
+    expect(isShim(parent), readFileSync(`/proc/${parent}/cmdline`, "utf8")).toBe(direct)
+    // The native shim wipes its argv once read: a scan of /proc finds the workload's command once.
+    if (direct) expect(processesWith(mark)).toEqual([pid])
+    await c.run(c.rt.containers.remove(id))
   })
 
   it("runs a container: running with a live host pid, then its exit code, reason and times", async () => {
@@ -418,3 +445,4 @@ describe(`koder-fleet box (${mode})`, () => {
     expect((await c.fail(c.rt.sandboxes.get(sb.id)))._tag).toBe("RuntimeNotFound")
   })
 })
+}

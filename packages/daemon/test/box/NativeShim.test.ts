@@ -1,0 +1,124 @@
+/**
+ * The native shim: which launches it takes (the rest keep the sh chain), and how the box builds
+ * it once per source into a private cache. The program's behaviour (FIFOs, start errors,
+ * namespaces, exit codes) is the box suite's (BoxSuite.ts), run with it and without.
+ */
+import { spawnSync } from "node:child_process"
+import { chmodSync, mkdtempSync, rmSync, statSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import * as NativeShim from "../../src/box/NativeShim.js"
+import * as Shim from "../../src/box/Shim.js"
+import { which } from "../../src/box/Tools.js"
+
+const tools: Shim.Tools = {
+  sh: "/bin/sh",
+  env: "/usr/bin/env",
+  mkfifo: "/usr/bin/mkfifo",
+  setsid: "/usr/bin/setsid",
+  envDefaultSignal: true,
+  nsenter: "/usr/bin/nsenter",
+  nsenterWdns: true,
+  unshare: "/usr/bin/unshare",
+  setpriv: "/usr/bin/setpriv",
+  native: "/cache/fleet-shim-abc"
+}
+
+const workload = (over: Partial<Shim.Workload> = {}): Shim.Workload => ({
+  ctx: { holderPid: 42, net: true, user: undefined },
+  workingDir: "/srv",
+  argv: ["sleep", "3600"],
+  env: { PATH: "/usr/bin:/bin", GREETING: "it's here" },
+  cgroupFiles: ["/sys/fs/cgroup/memory/fleet/p/c/cgroup.procs"],
+  ...over
+})
+
+describe("Shim.launchFile: the native shim or the sh chain", () => {
+  it.each([
+    { name: "a plain container in a pod", w: workload(), t: tools, native: true },
+    { name: "a container outside any pod namespaces", w: workload({ ctx: { holderPid: undefined, user: undefined } }), t: tools, native: true },
+    { name: "a container that runs as another user", w: workload({ ctx: { holderPid: 42, user: { uid: 1000 } } }), t: tools, native: false },
+    { name: "a variable sh cannot export", w: workload({ env: { PATH: "/bin", GREETING: "it's here", "my.var": "1" } }), t: tools, native: false },
+    { name: "a box without the native shim", w: workload(), t: { ...tools, native: undefined }, native: false }
+  ])("$name: native $native", ({ w, t, native }) => {
+    expect(Shim.nativeFits(t, w)).toBe(native)
+    const text = Shim.launchFile(t, "/run/c1", w)
+    // The environment is exported the same way either way (values quoted for sh).
+    expect(text).toContain(`export GREETING='it'\\''s here'`)
+    if (native) {
+      expect(text).toContain(`exec '/cache/fleet-shim-abc' shim "$1" '/run/c1'`)
+      expect(text).not.toContain("FLEET_SHIM_CGROUPS")
+      expect(text).not.toContain(tools.setsid)
+    } else {
+      expect(text).not.toContain("fleet-shim")
+      expect(text).toContain(tools.setsid)
+    }
+  })
+
+  it("passes cgroups, the holder, the pod network and the working directory as arguments", () => {
+    const text = Shim.launchFile(tools, "/run/c1", workload())
+    expect(text.split("\n").at(-1)).toBe(
+      `exec '/cache/fleet-shim-abc' shim "$1" '/run/c1' '-c' '/sys/fs/cgroup/memory/fleet/p/c/cgroup.procs' '-t' '42' '-n' '-w' '/srv' '--' 'sleep' '3600'`
+    )
+    const plain = Shim.launchFile(tools, "/run/c1", workload({ ctx: { holderPid: undefined, user: undefined }, workingDir: "", cgroupFiles: [] }))
+    expect(plain.split("\n").at(-1)).toBe(`exec '/cache/fleet-shim-abc' shim "$1" '/run/c1' '--' 'sleep' '3600'`)
+  })
+
+  it("the sh chain gets the cgroups in FLEET_SHIM_CGROUPS", () => {
+    const text = Shim.launchFile({ ...tools, native: undefined }, "/run/c1", workload())
+    expect(text).toContain(`export FLEET_SHIM_CGROUPS='/sys/fs/cgroup/memory/fleet/p/c/cgroup.procs'`)
+  })
+
+  it("a pod holder is the native shim's holder, or unshare with the idle FIFO", () => {
+    let idleAsked = 0
+    const idle = () => (idleAsked++, "/run/idle.fifo")
+    expect(Shim.holderFile(tools, idle, true)).toContain(`exec '/cache/fleet-shim-abc' holder "$2" net </dev/null`)
+    expect(Shim.holderFile(tools, idle, false, "odd host")).toContain(`holder 'odd host' </dev/null`)
+    expect(idleAsked).toBe(0)
+    expect(Shim.holderFile({ ...tools, native: undefined }, idle, false)).toContain(`3<>'/run/idle.fifo'`)
+    expect(idleAsked).toBe(1)
+  })
+})
+
+const compiler = ["cc", "gcc", "clang"].some((cc) => which(cc) !== undefined)
+
+describe.runIf(compiler && process.platform === "linux")("NativeShim.find: built once, into a private directory", () => {
+  const dir = mkdtempSync(join(tmpdir(), "native-shim-"))
+  const saved = process.env.XDG_CACHE_HOME
+  afterAll(() => {
+    if (saved === undefined) delete process.env.XDG_CACHE_HOME
+    else process.env.XDG_CACHE_HOME = saved
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it("builds into the user's cache, runs, and is found there by the next box without a rebuild", () => {
+    process.env.XDG_CACHE_HOME = join(dir, "cache")
+    const found = NativeShim.find(join(dir, "box1"))
+    if (!("path" in found)) throw new Error(found.reason)
+    expect(found.path.startsWith(join(dir, "cache", "koder-fleet", "fleet-shim-"))).toBe(true)
+    expect(spawnSync(found.path, ["version"], { encoding: "utf8" }).stdout.trim()).toBe(NativeShim.protocol)
+    expect(statSync(join(dir, "cache", "koder-fleet")).mode & 0o777).toBe(0o700)
+    const built = statSync(found.path).mtimeMs
+    const again = NativeShim.find(join(dir, "box2"))
+    expect(again).toEqual(found)
+    expect(statSync(found.path).mtimeMs).toBe(built)
+  })
+
+  it("does not use a cache others can write to: it builds in the box's data dir instead", () => {
+    process.env.XDG_CACHE_HOME = join(dir, "shared")
+    const first = NativeShim.find(join(dir, "box3"))
+    expect("path" in first).toBe(true)
+    chmodSync(join(dir, "shared", "koder-fleet"), 0o777)
+    const found = NativeShim.find(join(dir, "box4"))
+    if (!("path" in found)) throw new Error(found.reason)
+    expect(found.path.startsWith(join(dir, "box4", "bin", "fleet-shim-"))).toBe(true)
+  })
+
+  it("a usage error is exit 2, not a crash", () => {
+    const found = NativeShim.find(join(dir, "box1"))
+    if (!("path" in found)) throw new Error(found.reason)
+    expect(spawnSync(found.path, ["shim"]).status).toBe(2)
+    expect(spawnSync(found.path, []).status).toBe(2)
+  })
+})
