@@ -19,10 +19,13 @@
  *     Unlike sh + nsenter, the workload is the shim's own child even in a pod: the shim joins the
  *     pod's pid namespace for its children only (setns), so no process sits between them.
  *
- *   fleet-shim holder HOSTNAME [net]
+ *   fleet-shim holder HOSTNAME TOKEN [net]
  *     A pod's namespaces, as `unshare --pid --fork --mount --uts --ipc [--net] --mount-proc
  *     --propagation private` with the holder as pid 1: the child mounts /proc, sets the hostname
- *     and reaps orphans forever; this process waits for it and exits as it did.
+ *     and reaps orphans forever. Once the child is ready, this process answers "TOKEN <own pid>
+ *     <holder pid>" on stdout ("TOKEN <own pid> -" when the child failed), so the box neither
+ *     looks for the holder in /proc nor starts a container in a pod whose /proc is not there
+ *     yet; then it waits for the child and exits as it did.
  *
  *   fleet-shim version
  *     Prints the protocol version (the box's check that a build runs).
@@ -454,22 +457,53 @@ static int shim_main(int argc, char **argv, char **envp) {
 /* ------------------------------------------------------------------------------------------ */
 /* holder                                                                                      */
 
+/* Answer the box (stdout, the launcher's pipe) and let go of the pipe. */
+static void answer(const char *token, long holder) {
+  struct buf b = {0};
+  put(&b, token), put(&b, " "), put_num(&b, self_pid()), put(&b, " ");
+  if (holder > 0) put_num(&b, holder);
+  else put(&b, "-");
+  put(&b, "\n");
+  set_signal(SIGPIPE, SIG_IGN);
+  write_all(1, b.s, b.n);
+  int null = open_at("/dev/null", O_WRONLY, 0);
+  if (null >= 0) move_fd(null, 1);
+}
+
 static int holder_main(int argc, char **argv) {
-  if (argc < 3) return 2;
-  const char *hostname = argv[2];
+  if (argc < 4) return 2;
+  const char *hostname = argv[2], *token = argv[3];
   int flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC;
-  if (argc > 3 && same(argv[3], "net")) flags |= CLONE_NEWNET;
-  if (sys1(__NR_unshare, flags) < 0) return 1;
+  if (argc > 4 && same(argv[4], "net")) flags |= CLONE_NEWNET;
   /* Nothing mounted in the pod propagates back to the host. */
-  if (sys5(__NR_mount, "none", "/", 0, MS_REC | MS_PRIVATE, 0) < 0) return 1;
+  if (sys1(__NR_unshare, flags) < 0 || sys5(__NR_mount, "none", "/", 0, MS_REC | MS_PRIVATE, 0) < 0) {
+    answer(token, 0);
+    return 1;
+  }
+  /* The child closes its end once it is ready, after writing one byte (none when it failed). */
+  int ready[2];
+  if (sys2(__NR_pipe2, ready, O_CLOEXEC) < 0) {
+    answer(token, 0);
+    return 1;
+  }
   long pid = fork_now();
-  if (pid < 0) return 1;
+  if (pid < 0) {
+    answer(token, 0);
+    return 1;
+  }
   if (pid == 0) {
     /* pid 1 of the pod: its own /proc, its hostname, then reap whatever is handed to it. */
+    close_fd(ready[0]);
     if (sys5(__NR_mount, "proc", "/proc", "proc", MS_NOSUID | MS_NOEXEC | MS_NODEV, 0) < 0) exit_now(1);
     sys2(__NR_sethostname, hostname, len(hostname));
+    int null = open_at("/dev/null", O_RDWR, 0);
+    if (null >= 0) sys3(__NR_dup3, null, 0, 0), sys3(__NR_dup3, null, 1, 0), sys3(__NR_dup3, null, 2, 0);
+    write_all(ready[1], "1", 1);
 #ifdef __NR_close_range
     sys3(__NR_close_range, 3, ~0U, 0);
+#else
+    close_fd(ready[1]);
+    if (null > 2) close_fd(null);
 #endif
     /* Blocked, SIGCHLD stays pending without a handler, which sigtimedwait then takes. */
     unsigned long chld = 1UL << (SIGCHLD - 1);
@@ -479,6 +513,13 @@ static int holder_main(int argc, char **argv) {
       if (r == -ECHILD) sys4(__NR_rt_sigtimedwait, &chld, 0, 0, sizeof chld);
     }
   }
+  close_fd(ready[1]);
+  char byte = 0;
+  long got;
+  do got = sys3(__NR_read, ready[0], &byte, 1);
+  while (got == -EINTR);
+  close_fd(ready[0]);
+  answer(token, got == 1 ? pid : 0);
   set_signal(SIGINT, SIG_IGN);
   set_signal(SIGTERM, SIG_IGN);
   int status = 0;

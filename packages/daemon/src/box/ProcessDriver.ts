@@ -849,6 +849,12 @@ export class ProcessDriver {
       rmSync(file, { force: true })
     }
     const unshare = processId(Number(answer?.[0]))
+    // The native holder names the holder once it is ready ("-": it failed); unshare does not.
+    if (answer?.[1] !== undefined) {
+      const holder = processId(Number(answer[1]))
+      if (unshare !== undefined && holder !== undefined) return { unshare, pid: holder.pid, startTime: holder.startTime }
+      throw new Runtime.Unavailable({ message: "sandbox: the namespace holder did not start" })
+    }
     for (let i = 0; i < 1000 && unshare !== undefined; i++) {
       const [pid] = Procfs.children(unshare.pid)
       const holder = processId(pid)

@@ -234,18 +234,22 @@ export const launchFile = (tools: Tools, dir: string, workload: Workload): strin
 
 /**
  * The launch file of a pod holder, sourced by the Launcher with `$1` a token and `$2` the
- * hostname: answers "TOKEN <pid>", then becomes `fleet-shim holder` (the native shim) or
- * `unshare ...`, either of which forks the holder; the sh holder gets the idle FIFO (`idle()`)
- * open read-write on fd 3 (see holderScript). With `hostname`, the file names it itself (one not
- * fit to pass as an argument), and one file serves every pod otherwise.
+ * hostname. The native shim's holder answers "TOKEN <pid> <holder pid>" itself once the holder is
+ * ready (`-` for the holder when it failed). Otherwise the file answers "TOKEN <pid>" and becomes
+ * `unshare ...`, which forks the holder, with the idle FIFO (`idle()`) open read-write on fd 3
+ * (see holderScript). With `hostname`, the file names it itself (one not fit to pass as an
+ * argument), and one file serves every pod otherwise.
  */
 export const holderFile = (tools: Tools, idle: () => string, net = false, hostname?: string): string => {
   const name = hostname === undefined ? '"$2"' : quote(hostname)
-  const exec =
-    tools.native !== undefined
-      ? `exec ${quote(tools.native)} holder ${name}${net ? " net" : ""} </dev/null >/dev/null 2>&1`
-      : `exec ${[tools.unshare ?? "unshare", ...holderArgv(tools, "", net).slice(0, -1)].map(quote).join(" ")} ${name} </dev/null >/dev/null 2>&1 3<>${quote(idle())}`
-  return ["read -r self _ </proc/self/stat", 'echo "$1 $self"', exec, ""].join("\n")
+  if (tools.native !== undefined) return `exec ${quote(tools.native)} holder ${name} "$1"${net ? " net" : ""} </dev/null 2>/dev/null\n`
+  const argv = [tools.unshare ?? "unshare", ...holderArgv(tools, "", net).slice(0, -1)].map(quote)
+  return [
+    "read -r self _ </proc/self/stat",
+    'echo "$1 $self"',
+    `exec ${argv.join(" ")} ${name} </dev/null >/dev/null 2>&1 3<>${quote(idle())}`,
+    ""
+  ].join("\n")
 }
 
 /** A hostname the launcher can pass as one argument (a DNS name, as Kubernetes requires one). */

@@ -73,8 +73,8 @@ describe("Shim.launchFile: the native shim or the sh chain", () => {
   it("a pod holder is the native shim's holder, or unshare with the idle FIFO", () => {
     let idleAsked = 0
     const idle = () => (idleAsked++, "/run/idle.fifo")
-    expect(Shim.holderFile(tools, idle, true)).toContain(`exec '/cache/fleet-shim-abc' holder "$2" net </dev/null`)
-    expect(Shim.holderFile(tools, idle, false, "odd host")).toContain(`holder 'odd host' </dev/null`)
+    expect(Shim.holderFile(tools, idle, true)).toContain(`exec '/cache/fleet-shim-abc' holder "$2" "$1" net </dev/null`)
+    expect(Shim.holderFile(tools, idle, false, "odd host")).toContain(`holder 'odd host' "$1" </dev/null`)
     expect(idleAsked).toBe(0)
     expect(Shim.holderFile({ ...tools, native: undefined }, idle, false)).toContain(`3<>'/run/idle.fifo'`)
     expect(idleAsked).toBe(1)
