@@ -37,6 +37,7 @@ A single-host cluster: API server, controllers, scheduler, box and agent in one 
   --usage-interval DUR   how often container usage is sampled for metrics.k8s.io (default 15s)
   --nodeport-address A   where NodePort Services listen (default 127.0.0.1; off: nowhere)
   --lb-pool RANGES       LoadBalancer addresses (default 127.0.0.2-127.0.0.254, proxied on this host)
+  --shim auto|sh         how the box starts containers (koder-fleet box --help; default auto)
 
 Any other flag is the server's (koder-fleet server --help).`
 
@@ -48,6 +49,8 @@ export interface Config {
   readonly usageInterval: Duration.Duration
   /** Where node ports listen (undefined: off). */
   readonly nodePortAddress: string | undefined
+  /** How the box starts containers (`koder-fleet box --shim`). */
+  readonly shim: "auto" | "sh"
 }
 
 const take = (args: Array<string>, flag: string): string | undefined => {
@@ -73,14 +76,16 @@ export const parseFlags = (argv: ReadonlyArray<string>, env: Readonly<Record<str
   const reservedText = take(args, "--reserved")
   const intervalText = take(args, "--usage-interval") ?? "15s"
   const nodePortText = take(args, "--nodeport-address") ?? "127.0.0.1"
+  const shim = take(args, "--shim") ?? "auto"
   if (!args.some((a) => a === "--lb-pool" || a.startsWith("--lb-pool="))) args.push("--lb-pool", "127.0.0.2-127.0.0.254")
   if (!args.some((a) => a === "--listen" || a.startsWith("--listen="))) args.push("--listen", "127.0.0.1:9300")
   if (!args.some((a) => a === "--data-dir" || a.startsWith("--data-dir="))) args.push("--data-dir", resolve(env["FLEET_DATA_DIR"] ?? join(homedir(), ".koder-fleet")))
   return Either.gen(function* () {
     const server = yield* Server.parseFlags(args, env)
     const usageInterval = yield* Server.parseDuration("--usage-interval", intervalText)
+    if (shim !== "auto" && shim !== "sh") return yield* Either.left(new ConfigError({ message: `--shim ${JSON.stringify(shim)}: expected auto or sh` }))
     const reserved = reservedText === undefined ? {} : yield* Either.mapLeft(HostFacts.parseReserved(reservedText), (why) => new ConfigError({ message: `--reserved: ${why}` }))
-    return { server, nodeName, reserved, usageInterval, nodePortAddress: nodePortText === "off" ? undefined : nodePortText }
+    return { server, nodeName, reserved, usageInterval, nodePortAddress: nodePortText === "off" ? undefined : nodePortText, shim }
   })
 }
 
@@ -109,6 +114,7 @@ const node = (config: Config, thread: Worker, lost: Deferred.Deferred<never, { r
         token,
         nodeName: config.nodeName,
         boxDir: join(dataDir, "box"),
+        shim: config.shim,
         agentDir: join(dataDir, "agent"),
         reserved: config.reserved,
         region: config.server.region,
@@ -129,7 +135,7 @@ const node = (config: Config, thread: Worker, lost: Deferred.Deferred<never, { r
         Effect.repeat(Schedule.spaced(config.usageInterval))
       )
     )
-    console.log(`koder-fleet dev: node ${node.nodeName} runs pods as processes (box ${node.box.name} ${node.box.version}, socket ${node.socketPath})`)
+    console.log(`koder-fleet dev: node ${node.nodeName} runs pods as processes (box ${node.box.name} ${node.box.version}, ${node.box.shim === undefined ? "" : `shim ${node.box.shim}, `}socket ${node.socketPath})`)
   })
 
 /** `koder-fleet dev ...`: the exit code. */

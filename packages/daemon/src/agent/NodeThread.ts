@@ -25,6 +25,8 @@ export interface WorkerData {
   readonly token: string
   readonly nodeName: string
   readonly boxDir: string
+  /** How the box starts containers (`koder-fleet box --shim`). */
+  readonly shim: "auto" | "sh"
   readonly agentDir: string
   readonly reserved: Readonly<Record<string, string>>
   readonly region: string | undefined
@@ -35,7 +37,7 @@ export interface WorkerData {
 
 /** Messages from the worker. */
 export type FromWorker =
-  | { readonly t: "ready"; readonly nodeName: string; readonly socketPath: string; readonly box: { readonly name: string; readonly version: string } }
+  | { readonly t: "ready"; readonly nodeName: string; readonly socketPath: string; readonly box: Running["box"] }
   | { readonly t: "failed"; readonly message: string }
   | { readonly t: "metrics"; readonly families: ReadonlyArray<MetricRegistry.Family> }
   | { readonly t: "stopped" }
@@ -47,7 +49,8 @@ export type ToWorker = { readonly t: "start"; readonly data: WorkerData; readonl
 export interface Running {
   readonly nodeName: string
   readonly socketPath: string
-  readonly box: { readonly name: string; readonly version: string }
+  /** The box's name and version, and how it starts containers (Box.shim). */
+  readonly box: { readonly name: string; readonly version: string; readonly shim: string | undefined }
 }
 
 /** Stopping waits this long for the node to end its workloads before the thread is ended. */

@@ -45,7 +45,7 @@ const stopAsked = Effect.async<void>((resume) => {
 })
 
 const node = Effect.gen(function* () {
-  const boxConfig = Box.parseFlags(["--data-dir", data.boxDir, "--socket", join(data.boxDir, "box.sock")])
+  const boxConfig = Box.parseFlags(["--data-dir", data.boxDir, "--socket", join(data.boxDir, "box.sock"), "--shim", data.shim])
   if (typeof boxConfig === "string") return yield* Effect.fail({ message: boxConfig })
   const box = yield* Effect.acquireRelease(
     Effect.tryPromise({
@@ -71,7 +71,7 @@ const node = Effect.gen(function* () {
   yield* Effect.addFinalizer(() => running.agent.stopAll)
   const metrics = setInterval(() => post({ t: "metrics", families: MetricRegistry.global.snapshot() }), 1000)
   yield* Effect.addFinalizer(() => Effect.sync(() => clearInterval(metrics)))
-  post({ t: "ready", nodeName: running.nodeName, socketPath: box.socketPath, box: { name: box.info.name, version: box.info.version } })
+  post({ t: "ready", nodeName: running.nodeName, socketPath: box.socketPath, box: { name: box.info.name, version: box.info.version, shim: box.shim } })
   yield* stopAsked
 })
 
