@@ -1,38 +1,47 @@
 /*
- * fleet-shim: the process driver's native shim and pod holder (see src/box/NativeShim.ts).
+ * fleet-shim: the process driver's native launcher, container shim and pod holder (see
+ * src/box/NativeShim.ts and src/box/Launcher.ts).
  *
- * It does what the POSIX sh chain of src/box/Shim.ts does (same files, same answers, same exit
- * codes), in one small program instead of four to six: on the VMs Fleet runs on, a program start
- * costs about a millisecond, most of it in the C library's start-up (its CPU feature probes trap to
- * the hypervisor). So this program has no C library at all: raw system calls, no allocation but
- * one mmap, no stdio. It is built by the box with the machine's C compiler (freestanding, static)
- * and starts in a tenth of the time of a dynamically linked one.
+ * It does what the box's sh launcher and the sh chain of src/box/Shim.ts do (same files, same
+ * answers, same exit codes) without starting a program per step: on the VMs Fleet runs on, a
+ * program start costs about a millisecond, most of it in the C library's start-up (its CPU feature
+ * probes trap to the hypervisor), and a fork of a shell a little more. So this program has no C
+ * library at all (raw system calls, no stdio, memory from mmap only), and what it starts is a fork
+ * of itself, not a new program. It is built by the box with the machine's C compiler
+ * (freestanding, static).
  *
- *   fleet-shim shim TOKEN DIR [-c CGROUP_PROCS]... [-t HOLDER_PID [-n]] [-w WORKDIR] -- ARGV...
- *     The container's shim, exec'd by its launch file (environment: the container's). Makes DIR's
- *     stdout/stderr FIFOs unless they are there and holds them open read-write for life; forks the
- *     workload, which joins the cgroups, enters the pod's namespaces (of HOLDER_PID: pid, ipc, uts,
- *     [net with -n], mount), starts a session, restores default signal dispositions, enters
- *     WORKDIR, finds ARGV[0] and execs it, reporting a failure in DIR/start-error (exit 128);
- *     writes DIR/pid ("<shim pid> <workload pid>"), answers "TOKEN <shim pid> <workload pid>" on
- *     stdout, and when the workload ends writes DIR/exit (its code, or 128 + the signal).
- *     Unlike sh + nsenter, the workload is the shim's own child even in a pod: the shim joins the
- *     pod's pid namespace for its children only (setns), so no process sits between them.
- *
- *   fleet-shim holder HOSTNAME TOKEN [net]
- *     A pod's namespaces, as `unshare --pid --fork --mount --uts --ipc [--net] --mount-proc
- *     --propagation private` with the holder as pid 1: the child mounts /proc, sets the hostname
- *     and reaps orphans forever. Once the child is ready, this process answers "TOKEN <own pid>
- *     <holder pid>" on stdout ("TOKEN <own pid> -" when the child failed), so the box neither
- *     looks for the holder in /proc nor starts a container in a pod whose /proc is not there
- *     yet; then it waits for the child and exits as it did.
+ *   fleet-shim launcher SH
+ *     Resident, the box's child, reading "TOKEN ARG FILE" lines on stdin. Each launch runs in a
+ *     double fork (nobody's child), with stdin and stderr on /dev/null and stdout the pipe to the
+ *     box, and is one of:
+ *     - a container's shim (FILE: MAGIC, "shim", the environment's entries, "", then DIR
+ *       [-c CGROUP_PROCS]... [-t HOLDER_PID [-n]] [-w WORKDIR] -- ARGV..., all NUL-terminated).
+ *       Makes DIR's stdout/stderr FIFOs unless they are there and holds them open read-write for
+ *       life; forks the workload, which joins the cgroups, enters the pod's namespaces (of
+ *       HOLDER_PID: pid, ipc, uts, [net with -n], mount), starts a session, restores default
+ *       signal dispositions, enters WORKDIR, finds ARGV[0] along the environment's PATH and execs
+ *       it, reporting a failure in DIR/start-error (exit 128); writes DIR/pid ("<shim pid>
+ *       <workload pid>"), answers "TOKEN <shim pid> <workload pid>", and when the workload ends
+ *       writes DIR/exit (its code, or 128 + the signal). Unlike sh + nsenter, the workload is the
+ *       shim's own child even in a pod: the shim joins the pod's pid namespace for its children
+ *       only (setns), so no process sits between them.
+ *     - a pod's holder (FILE: MAGIC, "holder", "net" or "", HOSTNAME or "" for ARG), exec'd as
+ *       `fleet-shim holder HOSTNAME TOKEN [net]` so that `ps` names its pod. Makes the
+ *       namespaces as `unshare --pid --fork --mount --uts --ipc [--net] --mount-proc
+ *       --propagation private` does, with the holder as pid 1: the child mounts /proc, sets the
+ *       hostname and reaps orphans forever. Once the child is ready it answers "TOKEN <own pid>
+ *       <holder pid>" ("TOKEN <own pid> -" when the child failed), so the box neither looks for
+ *       the holder in /proc nor starts a container in a pod whose /proc is not there yet; then
+ *       it waits for the child and exits as it did.
+ *     - anything else: an sh script, sourced by `SH` with $1 the token and $2 the arg, as the sh
+ *       launcher does (the box's other launches: output FIFOs made ahead, the sh chain).
+ *     A shim relabels its command line ("fleet-shim shim"), so `ps` tells it from the launcher.
  *
  *   fleet-shim version
  *     Prints the protocol version (the box's check that a build runs).
  *
- * The shim's argv is wiped once parsed (it holds the workload's argv, which would make the shim
- * look like its workload to anyone scanning /proc/PID/cmdline); the environment stays, as the
- * sh shim's did (/proc/PID/environ is readable by the owner only).
+ * The container's environment is passed in the launch file (which the box removes once the
+ * launch answered), never in an argument list anyone can read.
  */
 
 #include <asm/unistd.h>
@@ -40,7 +49,7 @@
 #include <linux/sched.h>
 #include <linux/stat.h>
 
-#define VERSION "1"
+#define VERSION "2"
 
 typedef unsigned long size_t;
 typedef long ssize_t;
@@ -417,41 +426,26 @@ static int run_shim(struct shim *s) {
   return 0;
 }
 
-/* Parse the shim's arguments, copy the workload's argv out, and wipe the shim's own. */
-static int shim_main(int argc, char **argv, char **envp) {
-  static struct shim s;
-  if (argc < 5) return 2;
-  s.token = argv[2], s.dir = argv[3], s.workdir = "", s.envp = envp;
-  int i = 4;
-  for (; i < argc && !same(argv[i], "--"); i++) {
-    const char *a = argv[i];
-    if (same(a, "-n")) s.net = 1;
-    else if (i + 1 >= argc) return 2;
-    else if (same(a, "-c") && s.ncgroups < MAX_CGROUPS) s.cgroups[s.ncgroups++] = argv[++i];
-    else if (same(a, "-w")) s.workdir = argv[++i];
+/* A launch's arguments (after the token): DIR [-c FILE]... [-t HOLDER [-n]] [-w WORKDIR] -- ARGV... */
+static int parse_shim(struct shim *s, char **args, int n) {
+  if (n < 3) return -1;
+  s->dir = args[0], s->workdir = "";
+  int i = 1;
+  for (; i < n && !same(args[i], "--"); i++) {
+    const char *a = args[i];
+    if (same(a, "-n")) s->net = 1;
+    else if (i + 1 >= n) return -1;
+    else if (same(a, "-c") && s->ncgroups < MAX_CGROUPS) s->cgroups[s->ncgroups++] = args[++i];
+    else if (same(a, "-w")) s->workdir = args[++i];
     else if (same(a, "-t")) {
       long v = 0;
-      for (const char *p = argv[++i]; *p; p++) v = v * 10 + (*p - '0');
-      s.holder = v;
-    } else return 2;
+      for (const char *p = args[++i]; *p; p++) v = v * 10 + (*p - '0');
+      s->holder = v;
+    } else return -1;
   }
-  if (i + 1 >= argc) return 2;
-  /* Everything but argv[0] and "shim" is copied into one mapping, then wiped where it was. */
-  char *from = argv[2], *to_end = argv[argc - 1] + len(argv[argc - 1]) + 1;
-  size_t strings = ((size_t)(to_end - from) + 7) & ~(size_t)7;
-  size_t size = strings + (size_t)(argc + 1) * sizeof(char *);
-  char *copy = (char *)sys6(__NR_mmap, 0, size, 3 /* read, write */, 0x22 /* private, anonymous */, -1, 0);
-  if ((unsigned long)copy > -4096UL) return 120;
-  memcpy(copy, from, (size_t)(to_end - from));
-  char **at = (char **)(copy + strings);
-  for (int k = 2; k < argc; k++) at[k] = copy + (argv[k] - from);
-  at[argc] = 0;
-  s.token = at[2], s.dir = at[3];
-  if (s.workdir[0]) s.workdir = copy + (s.workdir - from);
-  for (int k = 0; k < s.ncgroups; k++) s.cgroups[k] = copy + (s.cgroups[k] - from);
-  s.argv = &at[i + 1];
-  memset(from, 0, (size_t)(to_end - from));
-  return run_shim(&s);
+  if (i + 1 >= n) return -1;
+  s->argv = &args[i + 1];
+  return 0;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -470,11 +464,9 @@ static void answer(const char *token, long holder) {
   if (null >= 0) move_fd(null, 1);
 }
 
-static int holder_main(int argc, char **argv) {
-  if (argc < 4) return 2;
-  const char *hostname = argv[2], *token = argv[3];
+static int run_holder(const char *token, const char *hostname, int net) {
   int flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC;
-  if (argc > 4 && same(argv[4], "net")) flags |= CLONE_NEWNET;
+  if (net) flags |= CLONE_NEWNET;
   /* Nothing mounted in the pod propagates back to the host. */
   if (sys1(__NR_unshare, flags) < 0 || sys5(__NR_mount, "none", "/", 0, MS_REC | MS_PRIVATE, 0) < 0) {
     answer(token, 0);
@@ -534,13 +526,167 @@ static int holder_main(int argc, char **argv) {
 
 /* ------------------------------------------------------------------------------------------ */
 
+/* ------------------------------------------------------------------------------------------ */
+/* launcher                                                                                    */
+
+#define MAGIC "fleet-shim-launch 1\n"
+
+static char *self_path; /* the launcher's argv[0]: holders are exec'd (see launch) */
+static char *title; /* the launcher's arguments, relabelled in a shim's fork to say what it became */
+static size_t title_room;
+
+static void retitle(const char *what) {
+  size_t n = len(what);
+  if (n > title_room) n = title_room;
+  memset(title, 0, title_room);
+  memcpy(title, what, n);
+}
+
+/* A whole file, NUL-terminated, in a fresh mapping; its size in *size. */
+static char *slurp(const char *path, size_t *size) {
+  int fd = open_at(path, O_RDONLY, 0);
+  if (fd < 0) return 0;
+  struct statx st;
+  if (sys5(__NR_statx, fd, "", 0x1000 /* AT_EMPTY_PATH */, STATX_SIZE, &st) < 0) return 0;
+  size_t cap = (size_t)st.stx_size + 1;
+  char *data = (char *)sys6(__NR_mmap, 0, cap, 3 /* read, write */, 0x22 /* private, anonymous */, -1, 0);
+  if ((unsigned long)data > -4096UL) return 0;
+  size_t got = 0;
+  while (got + 1 < cap) {
+    long r = sys3(__NR_read, fd, data + got, cap - 1 - got);
+    if (r == -EINTR) continue;
+    if (r <= 0) break;
+    got += (size_t)r;
+  }
+  close_fd(fd);
+  data[got] = 0;
+  *size = got;
+  return data;
+}
+
+/* The NUL-terminated strings of data[0, size) as a NULL-terminated array (in a fresh mapping). */
+static char **strings(char *data, size_t size, int *count) {
+  int n = 0;
+  for (size_t i = 0; i < size; i++)
+    if (data[i] == 0) n++;
+  char **out = (char **)sys6(__NR_mmap, 0, (size_t)(n + 1) * sizeof(char *), 3, 0x22, -1, 0);
+  if ((unsigned long)out > -4096UL) return 0;
+  int k = 0;
+  for (size_t i = 0; i < size && k < n; k++) {
+    out[k] = data + i;
+    i += len(data + i) + 1;
+  }
+  out[k] = 0;
+  *count = k;
+  return out;
+}
+
+/*
+ * One launch, in the launcher's grandchild: the file is either a native launch (MAGIC, then
+ * NUL-terminated strings: "shim", the environment's entries, "", then the shim's arguments; or
+ * "holder", "net" or "", and the hostname, "" for ARG) or an sh script, which `sh` sources with
+ * $1 the token and $2 the arg, as the sh launcher did.
+ */
+static int launch(const char *sh, const char *token, const char *arg, const char *file) {
+  size_t size = 0;
+  char *data = slurp(file, &size);
+  size_t magic = len(MAGIC);
+  int native = data != 0 && size >= magic;
+  for (size_t i = 0; native && i < magic; i++)
+    if (data[i] != MAGIC[i]) native = 0;
+  if (!native) {
+    char *argv[] = {"sh", "-c", ". \"$0\"", (char *)file, (char *)token, (char *)arg, 0};
+    char *envp[] = {0};
+    sys3(__NR_execve, sh, argv, envp);
+    return 127;
+  }
+  int n = 0;
+  char **f = strings(data + magic, size - magic, &n);
+  if (f == 0 || n < 1) return 2;
+  if (same(f[0], "holder") && n >= 3) {
+    /* Exec'd (a tenth of a millisecond for this program) rather than run in the fork, so that its
+       command line names the pod: `ps` shows "fleet-shim holder HOSTNAME". */
+    char *argv[] = {self_path, "holder", f[2][0] ? f[2] : (char *)arg, (char *)token, same(f[1], "net") ? "net" : 0, 0};
+    char *envp[] = {0};
+    sys3(__NR_execve, self_path, argv, envp);
+    return 127;
+  }
+  if (!same(f[0], "shim")) return 2;
+  /* The environment's entries (never empty), an empty string, then the shim's arguments. */
+  int end = 1;
+  while (end < n && f[end][0]) end++;
+  if (end == n) return 2;
+  f[end] = 0;
+  static struct shim s;
+  s.token = token;
+  s.envp = &f[1];
+  if (parse_shim(&s, &f[end + 1], n - end - 1) < 0) return 2;
+  retitle("shim");
+  return run_shim(&s);
+}
+
+/*
+ * The launcher: reads "TOKEN ARG FILE" lines on stdin (FILE is the rest of the line) and starts
+ * each in a double fork, so what it starts is nobody's child (the launcher reaps the middle
+ * process at once). It ends at the end of its input; what it started lives on.
+ */
+static int run_launcher(const char *sh) {
+  static char line[PATH_CAP + 256];
+  size_t have = 0;
+  for (;;) {
+    char *nl = 0;
+    for (size_t i = 0; i < have; i++)
+      if (line[i] == '\n') {
+        nl = &line[i];
+        break;
+      }
+    if (nl == 0) {
+      if (have == sizeof line) have = 0; /* a line too long for any request: dropped */
+      long r = sys3(__NR_read, 0, line + have, sizeof line - have);
+      if (r == -EINTR) continue;
+      if (r <= 0) return 0;
+      have += (size_t)r;
+      continue;
+    }
+    *nl = 0;
+    char *token = line, *arg = 0, *file = 0;
+    for (char *p = line; *p; p++)
+      if (*p == ' ') {
+        *p = 0;
+        if (arg == 0) arg = p + 1;
+        else {
+          file = p + 1;
+          break;
+        }
+      }
+    if (arg != 0 && file != 0) {
+      long mid = fork_now();
+      if (mid == 0) {
+        long pid = fork_now();
+        if (pid != 0) exit_now(pid < 0);
+        int null = open_at("/dev/null", O_RDWR, 0);
+        if (null >= 0) sys3(__NR_dup3, null, 0, 0), sys3(__NR_dup3, null, 2, 0), close_fd(null);
+        exit_now(launch(sh, token, arg, file));
+      }
+      if (mid > 0) wait_child(mid, 0);
+    }
+    size_t used = (size_t)(nl + 1 - line);
+    memcpy(line, nl + 1, have - used); /* forward, byte by byte: safe, the source is above */
+    have -= used;
+  }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
 __attribute__((used, noreturn)) void start_c(long *sp) {
   int argc = (int)sp[0];
   char **argv = (char **)(sp + 1);
-  char **envp = argv + argc + 1;
   int code = 2;
-  if (argc >= 2 && same(argv[1], "shim")) code = shim_main(argc, argv, envp);
-  else if (argc >= 2 && same(argv[1], "holder")) code = holder_main(argc, argv);
+  if (argc >= 3 && same(argv[1], "launcher")) {
+    /* The title is argv[1] to the end of the last argument (contiguous), wiped in a shim's fork. */
+    self_path = argv[0], title = argv[1], title_room = (size_t)(argv[argc - 1] + len(argv[argc - 1]) - argv[1]);
+    code = run_launcher(argv[2]);
+  } else if (argc >= 4 && same(argv[1], "holder")) code = run_holder(argv[3], argv[2], argc > 4 && same(argv[4], "net"));
   else if (argc >= 2 && same(argv[1], "version")) code = write_all(1, "fleet-shim " VERSION "\n", len("fleet-shim " VERSION "\n")) < 0;
   exit_now(code);
 }

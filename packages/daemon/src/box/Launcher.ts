@@ -1,6 +1,7 @@
 /**
- * The launcher: a small `sh` the box keeps as a child to start the processes that must outlive
- * it (container shims, pod holders). Node's `spawn` forks the whole box, which costs a few to tens
+ * The launcher: a small `sh` (or the native shim's launcher, NativeShim.ts, which does the same
+ * without a shell and runs native launch files itself) the box keeps as a child to start the
+ * processes that must outlive it (container shims, pod holders). Node's `spawn` forks the whole box, which costs a few to tens
  * of milliseconds under load and serialises every start on the event loop; forking from a ~1 MB
  * shell costs a fraction of a millisecond. The box writes "<token> <arg> <script file>" lines; the
  * launcher double-forks and sources the file there with `$1` the token and `$2` the arg (so the
@@ -34,11 +35,15 @@ export class Launcher {
   /** Tokens only pair an answer with its request on a private pipe: a counter will do. */
   private seq = 0
 
-  constructor(private readonly sh: string) {}
+  /** `native`: the native shim's path, whose launcher hands what is not a native launch to `sh`. */
+  constructor(
+    private readonly sh: string,
+    private readonly native?: string
+  ) {}
 
   private ensure(): ChildProcess {
     if (this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null) return this.child
-    const child = spawn(this.sh, ["-c", launcherScript, "launcher"], {
+    const child = spawn(this.native ?? this.sh, this.native === undefined ? ["-c", launcherScript, "launcher"] : ["launcher", this.sh], {
       stdio: ["pipe", "pipe", "ignore"],
       // A session of its own, for the launcher and all it starts (see above).
       detached: true,

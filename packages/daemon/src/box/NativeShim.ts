@@ -20,7 +20,7 @@ import { fileURLToPath } from "node:url"
 import { which } from "./Tools.js"
 
 /** The protocol `fleet-shim version` prints: bumped when the box and the program must change together. */
-export const protocol = "fleet-shim 1"
+export const protocol = "fleet-shim 2"
 
 /** Freestanding and static: no C library, no dynamic loader, no stack protector to set up. */
 const flags = [

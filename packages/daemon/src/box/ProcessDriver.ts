@@ -381,7 +381,7 @@ export class ProcessDriver {
     this.isolated =
       options.isolation !== "none" && root && this.tools.nsenter !== undefined && this.tools.unshare !== undefined
     this.cg = options.cgroups === "none" ? Cgroups.none : Cgroups.detect(options.dataDir)
-    this.launcher = new Launcher(this.tools.sh)
+    this.launcher = new Launcher(this.tools.sh, this.tools.native)
     this.rotation = options.logRotation ?? { maxBytes: 10 * 1024 * 1024, maxFiles: 2 }
     this.podNet = this.isolated && PodNetworks.available() ? new PodNetwork(options.bridge) : undefined
     this.info = {

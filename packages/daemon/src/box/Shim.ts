@@ -124,8 +124,8 @@ export interface Tools {
   readonly unshare: string | undefined
   readonly setpriv: string | undefined
   /**
-   * The native shim (NativeShim.ts), when the box has one: a container's launch and a pod's
-   * holder are then one exec of it instead of this module's chain.
+   * The native shim (NativeShim.ts), when the box has one: it is then the launcher, and starts a
+   * container or a pod's holder itself from a native launch file, instead of this module's chain.
    */
   readonly native: string | undefined
 }
@@ -178,24 +178,28 @@ export interface Workload {
 }
 
 /**
- * Does the native shim start this workload? It does unless the container runs as another user
- * (stage 2 checks the command as that user) or has variables sh cannot export (the sh chain
- * passes those to `env` as arguments; the native shim's own arguments last as long as it does,
- * and an argument list is for anyone to read).
+ * Does the native shim start this workload? It does unless the container runs as another user:
+ * stage 2 then checks the command as that user.
  */
-export const nativeFits = (tools: Tools, workload: Workload): boolean =>
-  tools.native !== undefined && workload.ctx.user === undefined && Object.keys(workload.env).every((k) => shellName.test(k))
+export const nativeFits = (tools: Tools, workload: Workload): boolean => tools.native !== undefined && workload.ctx.user === undefined
+
+/** How a native launch file begins (native/fleet-shim.c); the native launcher sources anything else with sh. */
+export const nativeMagic = "fleet-shim-launch 1\n"
+
+/** NUL-terminated strings, as a native launch file holds them. */
+const nulTerminated = (fields: ReadonlyArray<string>): string => fields.map((f) => `${f}\0`).join("")
 
 /**
- * The native launch of a container: `exec fleet-shim shim TOKEN DIR [-c FILE]... [-t HOLDER
- * [-n]] [-w WORKDIR] -- ARGV...` (native/fleet-shim.c), the environment exported first.
+ * The native launch of a container: "shim", the environment's entries, "", then DIR [-c FILE]...
+ * [-t HOLDER [-n]] [-w WORKDIR] -- ARGV... (native/fleet-shim.c).
  */
-const nativeLaunch = (native: string, dir: string, workload: Workload): Array<string> => {
+const nativeLaunch = (dir: string, workload: Workload): string => {
   const { ctx, workingDir, argv } = workload
   const args = [dir, ...workload.cgroupFiles.flatMap((f) => ["-c", f])]
   if (ctx.holderPid !== undefined) args.push("-t", String(ctx.holderPid), ...(ctx.net === true ? ["-n"] : []))
   if (workingDir !== "") args.push("-w", workingDir)
-  return [`exec ${quote(native)} shim "$1" ${[...args, "--", ...argv].map(quote).join(" ")}`]
+  const env = Object.entries(workload.env).map(([k, v]) => `${k}=${v}`)
+  return nativeMagic + nulTerminated(["shim", ...env, "", ...args, "--", ...argv])
 }
 
 /**
@@ -204,6 +208,7 @@ const nativeLaunch = (native: string, dir: string, workload: Workload): Array<st
  * that cannot start with exit code 128.
  */
 export const launchFile = (tools: Tools, dir: string, workload: Workload): string => {
+  if (nativeFits(tools, workload)) return nativeLaunch(dir, workload)
   const { ctx, workingDir, argv } = workload
   const lines = ["unset PWD"]
   const odd: Array<string> = []
@@ -211,7 +216,6 @@ export const launchFile = (tools: Tools, dir: string, workload: Workload): strin
     if (shellName.test(k)) lines.push(`export ${k}=${quote(v)}`)
     else odd.push(`${k}=${v}`)
   }
-  if (nativeFits(tools, workload)) return [...lines, ...nativeLaunch(tools.native!, dir, workload)].join("\n")
   if (workload.cgroupFiles.length > 0) lines.push(`export FLEET_SHIM_CGROUPS=${quote(workload.cgroupFiles.join(" "))}`)
   const isolated = ctx.holderPid !== undefined && tools.nsenter !== undefined
   // The shim checks the command and enters the working directory itself, unless the container
@@ -233,16 +237,16 @@ export const launchFile = (tools: Tools, dir: string, workload: Workload): strin
 }
 
 /**
- * The launch file of a pod holder, sourced by the Launcher with `$1` a token and `$2` the
- * hostname. The native shim's holder answers "TOKEN <pid> <holder pid>" itself once the holder is
- * ready (`-` for the holder when it failed). Otherwise the file answers "TOKEN <pid>" and becomes
- * `unshare ...`, which forks the holder, with the idle FIFO (`idle()`) open read-write on fd 3
- * (see holderScript). With `hostname`, the file names it itself (one not fit to pass as an
+ * The launch file of a pod holder, run by the Launcher with `$1` a token and `$2` the hostname.
+ * The native launcher's holder answers "TOKEN <pid> <holder pid>" itself once the holder is ready
+ * (`-` for the holder when it failed). Otherwise the file, sourced, answers "TOKEN <pid>" and
+ * becomes `unshare ...`, which forks the holder, with the idle FIFO (`idle()`) open read-write on
+ * fd 3 (see holderScript). With `hostname`, the file names it itself (one not fit to pass as an
  * argument), and one file serves every pod otherwise.
  */
 export const holderFile = (tools: Tools, idle: () => string, net = false, hostname?: string): string => {
+  if (tools.native !== undefined) return nativeMagic + nulTerminated(["holder", net ? "net" : "", hostname ?? ""])
   const name = hostname === undefined ? '"$2"' : quote(hostname)
-  if (tools.native !== undefined) return `exec ${quote(tools.native)} holder ${name} "$1"${net ? " net" : ""} </dev/null 2>/dev/null\n`
   const argv = [tools.unshare ?? "unshare", ...holderArgv(tools, "", net).slice(0, -1)].map(quote)
   return [
     "read -r self _ </proc/self/stat",

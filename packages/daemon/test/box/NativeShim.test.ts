@@ -4,7 +4,7 @@
  * namespaces, exit codes) is the box suite's (BoxSuite.ts), run with it and without.
  */
 import { spawnSync } from "node:child_process"
-import { chmodSync, mkdtempSync, rmSync, statSync } from "node:fs"
+import { chmodSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
@@ -34,35 +34,40 @@ const workload = (over: Partial<Shim.Workload> = {}): Shim.Workload => ({
   ...over
 })
 
+/** The NUL-terminated strings of a native launch file, after its magic line. */
+const fields = (text: string): Array<string> => {
+  expect(text.startsWith(Shim.nativeMagic)).toBe(true)
+  return text.slice(Shim.nativeMagic.length).split("\0").slice(0, -1)
+}
+
 describe("Shim.launchFile: the native shim or the sh chain", () => {
   it.each([
     { name: "a plain container in a pod", w: workload(), t: tools, native: true },
     { name: "a container outside any pod namespaces", w: workload({ ctx: { holderPid: undefined, user: undefined } }), t: tools, native: true },
+    { name: "a variable sh cannot export", w: workload({ env: { PATH: "/bin", "my.var": "1" } }), t: tools, native: true },
     { name: "a container that runs as another user", w: workload({ ctx: { holderPid: 42, user: { uid: 1000 } } }), t: tools, native: false },
-    { name: "a variable sh cannot export", w: workload({ env: { PATH: "/bin", GREETING: "it's here", "my.var": "1" } }), t: tools, native: false },
     { name: "a box without the native shim", w: workload(), t: { ...tools, native: undefined }, native: false }
   ])("$name: native $native", ({ w, t, native }) => {
     expect(Shim.nativeFits(t, w)).toBe(native)
     const text = Shim.launchFile(t, "/run/c1", w)
-    // The environment is exported the same way either way (values quoted for sh).
-    expect(text).toContain(`export GREETING='it'\\''s here'`)
     if (native) {
-      expect(text).toContain(`exec '/cache/fleet-shim-abc' shim "$1" '/run/c1'`)
-      expect(text).not.toContain("FLEET_SHIM_CGROUPS")
+      const f = fields(text)
+      expect(f[0]).toBe("shim")
+      // The environment as it is (no quoting: NUL ends each entry), then an empty string.
+      expect(f.slice(1, f.indexOf(""))).toEqual(Object.entries(w.env).map(([k, v]) => `${k}=${v}`))
       expect(text).not.toContain(tools.setsid)
     } else {
-      expect(text).not.toContain("fleet-shim")
+      expect(text.startsWith(Shim.nativeMagic)).toBe(false)
+      expect(text).toContain(`export GREETING='it'\\''s here'`)
       expect(text).toContain(tools.setsid)
     }
   })
 
-  it("passes cgroups, the holder, the pod network and the working directory as arguments", () => {
-    const text = Shim.launchFile(tools, "/run/c1", workload())
-    expect(text.split("\n").at(-1)).toBe(
-      `exec '/cache/fleet-shim-abc' shim "$1" '/run/c1' '-c' '/sys/fs/cgroup/memory/fleet/p/c/cgroup.procs' '-t' '42' '-n' '-w' '/srv' '--' 'sleep' '3600'`
-    )
-    const plain = Shim.launchFile(tools, "/run/c1", workload({ ctx: { holderPid: undefined, user: undefined }, workingDir: "", cgroupFiles: [] }))
-    expect(plain.split("\n").at(-1)).toBe(`exec '/cache/fleet-shim-abc' shim "$1" '/run/c1' '--' 'sleep' '3600'`)
+  it("passes cgroups, the holder, the pod network and the working directory as the shim's arguments", () => {
+    const f = fields(Shim.launchFile(tools, "/run/c1", workload()))
+    expect(f.slice(f.indexOf("") + 1)).toEqual(["/run/c1", "-c", "/sys/fs/cgroup/memory/fleet/p/c/cgroup.procs", "-t", "42", "-n", "-w", "/srv", "--", "sleep", "3600"])
+    const plain = fields(Shim.launchFile(tools, "/run/c1", workload({ ctx: { holderPid: undefined, user: undefined }, workingDir: "", cgroupFiles: [] })))
+    expect(plain.slice(plain.indexOf("") + 1)).toEqual(["/run/c1", "--", "sleep", "3600"])
   })
 
   it("the sh chain gets the cgroups in FLEET_SHIM_CGROUPS", () => {
@@ -70,11 +75,11 @@ describe("Shim.launchFile: the native shim or the sh chain", () => {
     expect(text).toContain(`export FLEET_SHIM_CGROUPS='/sys/fs/cgroup/memory/fleet/p/c/cgroup.procs'`)
   })
 
-  it("a pod holder is the native shim's holder, or unshare with the idle FIFO", () => {
+  it("a pod holder is the native launcher's holder, or unshare with the idle FIFO", () => {
     let idleAsked = 0
     const idle = () => (idleAsked++, "/run/idle.fifo")
-    expect(Shim.holderFile(tools, idle, true)).toContain(`exec '/cache/fleet-shim-abc' holder "$2" "$1" net </dev/null`)
-    expect(Shim.holderFile(tools, idle, false, "odd host")).toContain(`holder 'odd host' "$1" </dev/null`)
+    expect(fields(Shim.holderFile(tools, idle, true))).toEqual(["holder", "net", ""])
+    expect(fields(Shim.holderFile(tools, idle, false, "odd host"))).toEqual(["holder", "", "odd host"])
     expect(idleAsked).toBe(0)
     expect(Shim.holderFile({ ...tools, native: undefined }, idle, false)).toContain(`3<>'/run/idle.fifo'`)
     expect(idleAsked).toBe(1)
@@ -115,10 +120,22 @@ describe.runIf(compiler && process.platform === "linux")("NativeShim.find: built
     expect(found.path.startsWith(join(dir, "box4", "bin", "fleet-shim-"))).toBe(true)
   })
 
-  it("a usage error is exit 2, not a crash", () => {
+  it("a usage error is exit 2, not a crash; the launcher ends with its input", () => {
     const found = NativeShim.find(join(dir, "box1"))
     if (!("path" in found)) throw new Error(found.reason)
-    expect(spawnSync(found.path, ["shim"]).status).toBe(2)
     expect(spawnSync(found.path, []).status).toBe(2)
+    expect(spawnSync(found.path, ["launcher"]).status).toBe(2)
+    expect(spawnSync(found.path, ["launcher", "/bin/sh"], { input: "" }).status).toBe(0)
+  })
+
+  it("the launcher runs an sh launch file with the token and the arg, and ignores a malformed line", () => {
+    const found = NativeShim.find(join(dir, "box1"))
+    if (!("path" in found)) throw new Error(found.reason)
+    const file = join(dir, "hello.sh")
+    writeFileSync(file, 'echo "$1 got $2"\n')
+    const r = spawnSync(found.path, ["launcher", "/bin/sh"], { input: `t1 -\nnot-a-request\nt2 hello ${file}\n`, encoding: "utf8", timeout: 10_000 })
+    expect(r.status).toBe(0)
+    // The launch is a grandchild: the launcher may end before it answers, so wait for the pipe's end.
+    expect(r.stdout).toBe("t2 got hello\n")
   })
 })
