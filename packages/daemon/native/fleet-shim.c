@@ -12,8 +12,8 @@
  *
  *   fleet-shim launcher SH
  *     Resident, the box's child, reading "TOKEN ARG FILE" lines on stdin. Each launch runs in a
- *     double fork (nobody's child), with stdin and stderr on /dev/null and stdout the pipe to the
- *     box, and is one of:
+ *     fork of it, which it reaps when it ends (after the launcher, the host's init does), with
+ *     stdin and stderr on /dev/null and stdout the pipe to the box, and is one of:
  *     - a container's shim (FILE: MAGIC, "shim", the environment's entries, "", then DIR
  *       [-c CGROUP_PROCS]... [-t HOLDER_PID [-n]] [-w WORKDIR] -- ARGV..., all NUL-terminated).
  *       Makes DIR's stdout/stderr FIFOs unless they are there and holds them open read-write for
@@ -25,8 +25,7 @@
  *       writes DIR/exit (its code, or 128 + the signal). Unlike sh + nsenter, the workload is the
  *       shim's own child even in a pod: the shim joins the pod's pid namespace for its children
  *       only (setns), so no process sits between them.
- *     - a pod's holder (FILE: MAGIC, "holder", "net" or "", HOSTNAME or "" for ARG), exec'd as
- *       `fleet-shim holder HOSTNAME TOKEN [net]` so that `ps` names its pod. Makes the
+ *     - a pod's holder (FILE: MAGIC, "holder", "net" or "", HOSTNAME or "" for ARG). Makes the
  *       namespaces as `unshare --pid --fork --mount --uts --ipc [--net] --mount-proc
  *       --propagation private` does, with the holder as pid 1: the child mounts /proc, sets the
  *       hostname and reaps orphans forever. Once the child is ready it answers "TOKEN <own pid>
@@ -35,7 +34,8 @@
  *       it waits for the child and exits as it did.
  *     - anything else: an sh script, sourced by `SH` with $1 the token and $2 the arg, as the sh
  *       launcher does (the box's other launches: output FIFOs made ahead, the sh chain).
- *     A shim relabels its command line ("fleet-shim shim"), so `ps` tells it from the launcher.
+ *     Each fork relabels its command line ("fleet-shim shim", "fleet-shim holder"), so `ps`
+ *     tells them from the launcher.
  *
  *   fleet-shim version
  *     Prints the protocol version (the box's check that a build runs).
@@ -531,8 +531,7 @@ static int run_holder(const char *token, const char *hostname, int net) {
 
 #define MAGIC "fleet-shim-launch 1\n"
 
-static char *self_path; /* the launcher's argv[0]: holders are exec'd (see launch) */
-static char *title; /* the launcher's arguments, relabelled in a shim's fork to say what it became */
+static char *title; /* the launcher's arguments, relabelled in each fork to say what it became */
 static size_t title_room;
 
 static void retitle(const char *what) {
@@ -604,12 +603,8 @@ static int launch(const char *sh, const char *token, const char *arg, const char
   char **f = strings(data + magic, size - magic, &n);
   if (f == 0 || n < 1) return 2;
   if (same(f[0], "holder") && n >= 3) {
-    /* Exec'd (a tenth of a millisecond for this program) rather than run in the fork, so that its
-       command line names the pod: `ps` shows "fleet-shim holder HOSTNAME". */
-    char *argv[] = {self_path, "holder", f[2][0] ? f[2] : (char *)arg, (char *)token, same(f[1], "net") ? "net" : 0, 0};
-    char *envp[] = {0};
-    sys3(__NR_execve, self_path, argv, envp);
-    return 127;
+    retitle("holder");
+    return run_holder(token, f[2][0] ? f[2] : arg, same(f[1], "net"));
   }
   if (!same(f[0], "shim")) return 2;
   /* The environment's entries (never empty), an empty string, then the shim's arguments. */
@@ -625,14 +620,25 @@ static int launch(const char *sh, const char *token, const char *arg, const char
   return run_shim(&s);
 }
 
+/* Reap every child that has ended (the launcher is the parent of what it starts). */
+static void reap(void) {
+  while (sys4(__NR_wait4, -1, 0, 1 /* WNOHANG */, 0) > 0) {
+  }
+}
+
 /*
  * The launcher: reads "TOKEN ARG FILE" lines on stdin (FILE is the rest of the line) and starts
- * each in a double fork, so what it starts is nobody's child (the launcher reaps the middle
- * process at once). It ends at the end of its input; what it started lives on.
+ * each in a fork of itself. It is their parent while it lives and reaps them as they end
+ * (SIGCHLD through a signalfd, so no handler); when it ends, at the end of its input, what it
+ * started lives on, the host's init their parent.
  */
 static int run_launcher(const char *sh) {
   static char line[PATH_CAP + 256];
   size_t have = 0;
+  unsigned long chld = 1UL << (SIGCHLD - 1), none = 0;
+  sys4(__NR_rt_sigprocmask, SIG_BLOCK, &chld, 0, sizeof chld);
+  int sfd = (int)sys4(__NR_signalfd4, -1, &chld, sizeof chld, O_CLOEXEC | O_NONBLOCK);
+  if (sfd < 0) return 1;
   for (;;) {
     char *nl = 0;
     for (size_t i = 0; i < have; i++)
@@ -641,10 +647,24 @@ static int run_launcher(const char *sh) {
         break;
       }
     if (nl == 0) {
+      struct { int fd; short events, revents; } fds[2] = {{0, 1 /* POLLIN */, 0}, {sfd, 1, 0}};
+      long p = sys5(__NR_ppoll, fds, 2, 0, 0, 0);
+      if (p == -EINTR) continue;
+      if (p < 0) return 1;
+      if (fds[1].revents) {
+        char info[128 * 4];
+        while (sys3(__NR_read, sfd, info, sizeof info) > 0) {
+        }
+        reap();
+      }
+      if (fds[0].revents == 0) continue;
       if (have == sizeof line) have = 0; /* a line too long for any request: dropped */
       long r = sys3(__NR_read, 0, line + have, sizeof line - have);
       if (r == -EINTR) continue;
-      if (r <= 0) return 0;
+      if (r <= 0) {
+        reap();
+        return 0;
+      }
       have += (size_t)r;
       continue;
     }
@@ -659,16 +679,12 @@ static int run_launcher(const char *sh) {
           break;
         }
       }
-    if (arg != 0 && file != 0) {
-      long mid = fork_now();
-      if (mid == 0) {
-        long pid = fork_now();
-        if (pid != 0) exit_now(pid < 0);
-        int null = open_at("/dev/null", O_RDWR, 0);
-        if (null >= 0) sys3(__NR_dup3, null, 0, 0), sys3(__NR_dup3, null, 2, 0), close_fd(null);
-        exit_now(launch(sh, token, arg, file));
-      }
-      if (mid > 0) wait_child(mid, 0);
+    if (arg != 0 && file != 0 && fork_now() == 0) {
+      close_fd(sfd);
+      sys4(__NR_rt_sigprocmask, SIG_SETMASK, &none, 0, sizeof none);
+      int null = open_at("/dev/null", O_RDWR, 0);
+      if (null >= 0) sys3(__NR_dup3, null, 0, 0), sys3(__NR_dup3, null, 2, 0), close_fd(null);
+      exit_now(launch(sh, token, arg, file));
     }
     size_t used = (size_t)(nl + 1 - line);
     memcpy(line, nl + 1, have - used); /* forward, byte by byte: safe, the source is above */
@@ -684,10 +700,9 @@ __attribute__((used, noreturn)) void start_c(long *sp) {
   int code = 2;
   if (argc >= 3 && same(argv[1], "launcher")) {
     /* The title is argv[1] to the end of the last argument (contiguous), wiped in a shim's fork. */
-    self_path = argv[0], title = argv[1], title_room = (size_t)(argv[argc - 1] + len(argv[argc - 1]) - argv[1]);
+    title = argv[1], title_room = (size_t)(argv[argc - 1] + len(argv[argc - 1]) - argv[1]);
     code = run_launcher(argv[2]);
-  } else if (argc >= 4 && same(argv[1], "holder")) code = run_holder(argv[3], argv[2], argc > 4 && same(argv[4], "net"));
-  else if (argc >= 2 && same(argv[1], "version")) code = write_all(1, "fleet-shim " VERSION "\n", len("fleet-shim " VERSION "\n")) < 0;
+  } else if (argc >= 2 && same(argv[1], "version")) code = write_all(1, "fleet-shim " VERSION "\n", len("fleet-shim " VERSION "\n")) < 0;
   exit_now(code);
 }
 

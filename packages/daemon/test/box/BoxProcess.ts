@@ -6,7 +6,7 @@ import type { Runtime } from "@koder/fleet-core"
 import { KboxClient } from "@koder/fleet-kbox-client"
 import { Effect, Exit, Scope } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
-import { readFileSync, readdirSync } from "node:fs"
+import { readFileSync, readdirSync, readlinkSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 
 const main = fileURLToPath(new URL("../../src/main.ts", import.meta.url))
@@ -151,6 +151,32 @@ export const shSpec = (
 })
 
 /** Is this pid a container shim (the supervisor outside the container)? */
+/**
+ * The pid 1 of `pid`'s pid namespace (its pod's holder), as the host sees it: the process in the
+ * same namespace whose innermost pid is 1.
+ */
+export const holderOf = (pid: number): number | undefined => {
+  const ns = (p: number | string) => {
+    try {
+      return readlinkSync(`/proc/${p}/ns/pid`)
+    } catch {
+      return undefined
+    }
+  }
+  const target = ns(pid)
+  if (target === undefined) return undefined
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name) || ns(name) !== target) continue
+    try {
+      const nspid = /^NSpid:\s+(.*)$/m.exec(readFileSync(`/proc/${name}/status`, "utf8"))?.[1]?.trim().split(/\s+/)
+      if (nspid !== undefined && nspid.length > 1 && nspid.at(-1) === "1") return Number(name)
+    } catch {
+      // gone
+    }
+  }
+  return undefined
+}
+
 export const isShim = (pid: number): boolean => {
   try {
     return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("\0shim\0")

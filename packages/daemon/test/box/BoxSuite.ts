@@ -19,6 +19,7 @@ import {
   type Client,
   connect,
   eventually,
+  holderOf,
   isShim,
   marker,
   podSpec,
@@ -412,10 +413,11 @@ describe(`koder-fleet box (${mode})`, () => {
 
   if (isolated) it("the pod's holder reaps the orphans its containers leave behind", async () => {
     const mark = marker("orphan")
-    await run("orphan", `(sh -c 'sleep 0.2; exit 0' "$0-child" &); echo ready; sleep 1000`, mark)
+    const id = await run("orphan", `(sh -c 'sleep 0.2; exit 0' "$0-child" &); echo ready; sleep 1000`, mark)
     await eventually(async () => (processesWith(`${mark}-child`).length === 0 ? true : undefined), 10_000, "the orphan to end")
-    const holders = new Set(processesWith(`holder\0web-${mode}`))
-    expect(holders.size).toBeGreaterThan(0)
+    const holder = holderOf((await c.run(c.rt.containers.inspect(id))).status.pid!)
+    expect(holder).toBeDefined()
+    const holders = new Set([holder])
     // Ended and reaped: no zombie is left with a holder as its parent.
     const zombies = () =>
       readdirSync("/proc").filter((name) => {
@@ -437,10 +439,12 @@ describe(`koder-fleet box (${mode})`, () => {
     const mark = marker("sbgone")
     const id = await c.run(c.rt.containers.create(shSpec(sb.id, "x", "sleep 1000", mark)))
     await c.run(c.rt.containers.start(id))
-    if (isolated) expect(processesWith(`holder\0${pod.name}`).length).toBeGreaterThan(0)
+    const holder = holderOf((await c.run(c.rt.containers.inspect(id))).status.pid!)
+    if (isolated) expect(holder).toBeDefined()
+    else expect(holder).toBeUndefined()
     await c.run(c.rt.sandboxes.remove(sb.id))
     expect(processesWith(mark)).toEqual([])
-    expect(processesWith(`holder\0${pod.name}`)).toEqual([])
+    if (holder !== undefined) expect(alive(holder)).toBe(false)
     expect((await c.fail(c.rt.containers.inspect(id)))._tag).toBe("RuntimeNotFound")
     expect((await c.fail(c.rt.sandboxes.get(sb.id)))._tag).toBe("RuntimeNotFound")
   })
