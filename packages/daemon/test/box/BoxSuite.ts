@@ -38,6 +38,8 @@ describe(`koder-fleet box (${mode})`, () => {
   let c: Client
   let sandbox: Runtime.Sandbox
   const isolated = isolation === "isolated"
+  // The native shim, unless the suite asks for the sh chain or the machine cannot build it.
+  const native = shim === "auto" && ["cc", "gcc", "clang"].some((cc) => which(cc) !== undefined)
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "kbox-"))
@@ -95,7 +97,6 @@ describe(`koder-fleet box (${mode})`, () => {
   })
 
   it("starts containers with the native shim where it can build one, else the sh chain, and says which", () => {
-    const native = shim === "auto" && ["cc", "gcc", "clang"].some((cc) => which(cc) !== undefined)
     expect(box.stdout()).toContain(native ? "shim native," : "shim sh")
   })
 
@@ -108,7 +109,7 @@ describe(`koder-fleet box (${mode})`, () => {
     // The sh chain into a pod puts nsenter between them (it carries the workload's command line
     // too); the native shim joins the pod's pid namespace for its children only. Plain, both
     // chains exec down to the workload.
-    const direct = shim === "auto" || !isolated
+    const direct = native || !isolated
     expect(isShim(parent), readFileSync(`/proc/${parent}/cmdline`, "utf8")).toBe(direct)
     // The native shim wipes its argv once read: a scan of /proc finds the workload's command once.
     if (direct) expect(processesWith(mark)).toEqual([pid])
@@ -325,6 +326,28 @@ describe(`koder-fleet box (${mode})`, () => {
     const wd = await run("bad-wd", "true", marker("bad-wd"), { workingDir: "/no/such/dir" })
     expect(await exited(wd)).toMatchObject({ reason: "StartError" })
     expect((await c.fail(c.rt.containers.start(id)))._tag).toBe("RuntimeInvalid")
+  })
+
+  it("a script without #! runs under sh; one whose interpreter is missing cannot start", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "kbox-scripts-"))
+    try {
+      writeFileSync(join(dir, "plain"), "echo plain-script-ran\n", { mode: 0o755 })
+      writeFileSync(join(dir, "orphaned"), "#!/no/such/interpreter\necho never\n", { mode: 0o755 })
+      const start = async (name: string, command: string) => {
+        const id = await c.run(c.rt.containers.create({ sandboxId: sandbox.id, name, attempt: 0, command: [command] }))
+        await c.run(c.rt.containers.start(id))
+        return id
+      }
+      const plain = await start("no-shebang", join(dir, "plain"))
+      await logged(plain, "plain-script-ran")
+      expect(await exited(plain)).toMatchObject({ exitCode: 0, reason: "Completed" })
+      const orphaned = await exited(await start("no-interpreter", join(dir, "orphaned")))
+      // The native shim sees execve fail; the sh chain's last exec fails inside sh (127).
+      if (native) expect(orphaned).toMatchObject({ exitCode: 128, reason: "StartError", message: expect.stringContaining("no such file or directory") })
+      else expect(orphaned.exitCode).toBe(127)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 
   it("removing a container kills its whole process tree, even a child that started its own session", async () => {
