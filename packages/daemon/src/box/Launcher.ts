@@ -1,13 +1,18 @@
 /**
- * The launcher: a small `sh` (or the native shim's launcher, NativeShim.ts, which does the same
- * without a shell and runs native launch files itself) the box keeps as a child to start the
- * processes that must outlive it (container shims, pod holders). Node's `spawn` forks the whole box, which costs a few to tens
- * of milliseconds under load and serialises every start on the event loop; forking from a ~1 MB
- * shell costs a fraction of a millisecond. The box writes "<token> <arg> <script file>" lines; the
- * launcher double-forks and sources the file there with `$1` the token and `$2` the arg (so the
- * started process is nobody's child and never waits as a zombie for a launcher that has no reason
- * to reap it; sourced, not run by a new `sh`, as an exec costs more than the fork), and the file
- * answers "<token> <fields...>" on the launcher's stdout, a pipe to the box.
+ * The launcher: a small resident process the box keeps as a child to start the processes that
+ * must outlive it (container shims, pod holders). Node's `spawn` forks the whole box, which costs
+ * a few to tens of milliseconds under load and serialises every start on the event loop; forking
+ * a small process costs a fraction of that. The box writes "<token> <arg> <file>" lines; what
+ * the file started answers "<token> <fields...>" on the launcher's stdout, a pipe to the box.
+ *
+ * Two launchers speak this protocol:
+ * - the native shim's (`fleet-shim launcher SH`, NativeShim.ts): forks once per line and, in the
+ *   fork, runs a native launch file itself (a container's shim, a pod's holder) or hands an sh
+ *   script to `SH`; it is the parent of what it starts and reaps it;
+ * - `sh` (`launcherScript`, without the native shim): double-forks and sources the file there
+ *   with `$1` the token and `$2` the arg (so the started process is nobody's child and never waits
+ *   as a zombie for a launcher that has no reason to reap it; sourced, not run by a new `sh`, as
+ *   an exec costs more than the fork).
  *
  * The launcher runs in a session (and process group) of its own, and so does everything it
  * starts: a Ctrl-C or a hang-up of the box's terminal never reaches a shim or a pod holder. If the

@@ -812,7 +812,7 @@ export class ProcessDriver {
     let file = this.holderFiles.get(net)
     if (file === undefined) {
       const text = Shim.holderFile(this.tools, () => this.idleFifo(), net)
-      file = join(this.dataDir, "sandboxes", `holder-${createHash("sha256").update(text).digest("hex").slice(0, 12)}.sh`)
+      file = join(this.dataDir, "sandboxes", `holder-${createHash("sha256").update(text).digest("hex").slice(0, 12)}.launch`)
       if (!existsSync(file)) writeTextSync(file, text)
       this.holderFiles.set(net, file)
     }
