@@ -11,7 +11,6 @@
  */
 import { createHash } from "node:crypto"
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from "node:fs"
-import { mkdir } from "node:fs/promises"
 import { join } from "node:path"
 
 /** Which hierarchy is in use. */
@@ -188,7 +187,9 @@ const v1 = (mounts: Map<string, string>, own: Map<string, string>, base: string)
     version: "v1",
     limits: { cpu: dirs.has("cpu"), memory: dirs.has("memory"), pids: dirs.has("pids") },
     create: async (path, limits) => {
-      await Promise.all(unique().map((d) => mkdir(join(d, path), { recursive: true })))
+      // On this thread: a cgroup's mkdir is a few microseconds of the kernel's, less than a trip
+      // through the thread pool.
+      for (const d of unique()) mkdirSync(join(d, path), { recursive: true })
       const mem = dir("memory", path)
       if (mem !== undefined && limits?.memoryBytes !== undefined) {
         write(join(mem, "memory.limit_in_bytes"), String(Math.floor(limits.memoryBytes)))
@@ -310,7 +311,7 @@ const v2 = (mountPoint: string, own: string, base: string): Cgroups | undefined 
       let d = root
       for (const [i, part] of parts.entries()) {
         d = join(d, part)
-        await mkdir(d, { recursive: true })
+        mkdirSync(d, { recursive: true })
         if (i < parts.length - 1) enable(d)
       }
       if (limits?.memoryBytes !== undefined) {
