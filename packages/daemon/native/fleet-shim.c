@@ -52,7 +52,6 @@
 #define VERSION "2"
 
 typedef unsigned long size_t;
-typedef long ssize_t;
 
 /* ------------------------------------------------------------------------------------------ */
 /* System calls                                                                                */
@@ -262,6 +261,22 @@ static const char *reason(long err) {
   }
 }
 
+/*
+ * Answer the box "TOKEN <own pid> <child pid>" ("-" for no child) on stdout, the launcher's pipe
+ * (which may be gone by now), and let go of the pipe.
+ */
+static void answer(const char *token, long child) {
+  struct buf b = {0};
+  put(&b, token), put(&b, " "), put_num(&b, self_pid()), put(&b, " ");
+  if (child > 0) put_num(&b, child);
+  else put(&b, "-");
+  put(&b, "\n");
+  set_signal(SIGPIPE, SIG_IGN);
+  write_all(1, b.s, b.n);
+  int null = open_at("/dev/null", O_WRONLY, 0);
+  if (null >= 0) move_fd(null, 1);
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* shim                                                                                        */
 
@@ -273,7 +288,7 @@ struct shim {
   int ncgroups;
   long holder;
   int net;
-  char **argv; /* the workload's, NULL-terminated (copied out of the wiped argv) */
+  char **argv; /* the workload's, NULL-terminated (from the launch file) */
   char **envp;
 };
 
@@ -372,10 +387,8 @@ static int run_shim(struct shim *s) {
   if (out.over || err.over) return 120;
   /* The FIFOs, unless the box moved two from its pool; held read-write for life, so the workload
      never gets EPIPE while the box is away (output waits in the pipe). */
-  if (path_type(out.s) != S_IFIFO || path_type(err.s) != S_IFIFO) {
-    if (path_type(out.s) != S_IFIFO && sys4(__NR_mknodat, AT_FDCWD, out.s, S_IFIFO | 0600, 0) < 0) return 120;
-    if (path_type(err.s) != S_IFIFO && sys4(__NR_mknodat, AT_FDCWD, err.s, S_IFIFO | 0600, 0) < 0) return 120;
-  }
+  if (path_type(out.s) != S_IFIFO && sys4(__NR_mknodat, AT_FDCWD, out.s, S_IFIFO | 0600, 0) < 0) return 120;
+  if (path_type(err.s) != S_IFIFO && sys4(__NR_mknodat, AT_FDCWD, err.s, S_IFIFO | 0600, 0) < 0) return 120;
   int hold_out = open_at(out.s, O_RDWR, 0);
   int hold_err = open_at(err.s, O_RDWR, 0);
   put(&b, s->dir), put(&b, "/start-error");
@@ -412,13 +425,7 @@ static int run_shim(struct shim *s) {
   close_fd(fail);
   reset(&b), put_num(&b, self_pid()), put(&b, " "), put_num(&b, pid), put(&b, "\n");
   write_file(s->dir, "pid", b.s);
-  /* The answer goes to the box through the launcher's pipe, which may be gone by now. */
-  set_signal(SIGPIPE, SIG_IGN);
-  struct buf answer = {0};
-  put(&answer, s->token), put(&answer, " "), put(&answer, b.s);
-  write_all(1, answer.s, answer.n);
-  int null = open_at("/dev/null", O_WRONLY, 0);
-  if (null >= 0) move_fd(null, 1);
+  answer(s->token, pid);
   int status = 0;
   if (wait_child(pid, &status) < 0) return 1;
   reset(&b), put_num(&b, code_of(status)), put(&b, "\n");
@@ -450,19 +457,6 @@ static int parse_shim(struct shim *s, char **args, int n) {
 
 /* ------------------------------------------------------------------------------------------ */
 /* holder                                                                                      */
-
-/* Answer the box (stdout, the launcher's pipe) and let go of the pipe. */
-static void answer(const char *token, long holder) {
-  struct buf b = {0};
-  put(&b, token), put(&b, " "), put_num(&b, self_pid()), put(&b, " ");
-  if (holder > 0) put_num(&b, holder);
-  else put(&b, "-");
-  put(&b, "\n");
-  set_signal(SIGPIPE, SIG_IGN);
-  write_all(1, b.s, b.n);
-  int null = open_at("/dev/null", O_WRONLY, 0);
-  if (null >= 0) move_fd(null, 1);
-}
 
 static int run_holder(const char *token, const char *hostname, int net) {
   int flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC;
@@ -525,8 +519,6 @@ static int run_holder(const char *token, const char *hostname, int net) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
-
-/* ------------------------------------------------------------------------------------------ */
 /* launcher                                                                                    */
 
 #define MAGIC "fleet-shim-launch 1\n"
@@ -581,7 +573,7 @@ static char **strings(char *data, size_t size, int *count) {
 }
 
 /*
- * One launch, in the launcher's grandchild: the file is either a native launch (MAGIC, then
+ * One launch, in a fork of the launcher: the file is either a native launch (MAGIC, then
  * NUL-terminated strings: "shim", the environment's entries, "", then the shim's arguments; or
  * "holder", "net" or "", and the hostname, "" for ARG) or an sh script, which `sh` sources with
  * $1 the token and $2 the arg, as the sh launcher did.
@@ -699,7 +691,7 @@ __attribute__((used, noreturn)) void start_c(long *sp) {
   char **argv = (char **)(sp + 1);
   int code = 2;
   if (argc >= 3 && same(argv[1], "launcher")) {
-    /* The title is argv[1] to the end of the last argument (contiguous), wiped in a shim's fork. */
+    /* The title is argv[1] to the end of the last argument (contiguous), rewritten in each fork. */
     title = argv[1], title_room = (size_t)(argv[argc - 1] + len(argv[argc - 1]) - argv[1]);
     code = run_launcher(argv[2]);
   } else if (argc >= 2 && same(argv[1], "version")) code = write_all(1, "fleet-shim " VERSION "\n", len("fleet-shim " VERSION "\n")) < 0;

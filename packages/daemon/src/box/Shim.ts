@@ -1,5 +1,7 @@
 /**
- * The small POSIX sh programs the process driver leaves running, and the argv that chains them.
+ * A container's and a pod holder's launch files: for the native shim (NativeShim.ts: NUL-separated
+ * strings, `nativeLaunch`), or else the small POSIX sh programs described here, which the process
+ * driver leaves running, and the argv that chains them.
  * They are passed inline (`sh -c SCRIPT`, or in a launch file the launcher sources and then
  * removes), never as files kept on disk: a shell reads a script file as it runs, so rewriting one
  * under a running shim (a box upgrade) would corrupt it.
