@@ -23,6 +23,7 @@ import { ConfigError } from "./DaemonError.js"
 import * as ServiceProxy from "./net/ServiceProxy.js"
 import * as Logging from "./observability/Logging.js"
 import * as Server from "./Server.js"
+import * as ShimFlag from "./box/ShimFlag.js"
 
 /** `koder-fleet dev --help`. */
 export const usage = `usage: koder-fleet dev [flags]
@@ -50,7 +51,7 @@ export interface Config {
   /** Where node ports listen (undefined: off). */
   readonly nodePortAddress: string | undefined
   /** How the box starts containers (`koder-fleet box --shim`). */
-  readonly shim: "auto" | "sh"
+  readonly shim: ShimFlag.Shim
 }
 
 const take = (args: Array<string>, flag: string): string | undefined => {
@@ -76,16 +77,16 @@ export const parseFlags = (argv: ReadonlyArray<string>, env: Readonly<Record<str
   const reservedText = take(args, "--reserved")
   const intervalText = take(args, "--usage-interval") ?? "15s"
   const nodePortText = take(args, "--nodeport-address") ?? "127.0.0.1"
-  const shim = take(args, "--shim") ?? "auto"
+  const shim = ShimFlag.parse(take(args, "--shim"))
   if (!args.some((a) => a === "--lb-pool" || a.startsWith("--lb-pool="))) args.push("--lb-pool", "127.0.0.2-127.0.0.254")
   if (!args.some((a) => a === "--listen" || a.startsWith("--listen="))) args.push("--listen", "127.0.0.1:9300")
   if (!args.some((a) => a === "--data-dir" || a.startsWith("--data-dir="))) args.push("--data-dir", resolve(env["FLEET_DATA_DIR"] ?? join(homedir(), ".koder-fleet")))
   return Either.gen(function* () {
     const server = yield* Server.parseFlags(args, env)
     const usageInterval = yield* Server.parseDuration("--usage-interval", intervalText)
-    if (shim !== "auto" && shim !== "sh") return yield* Either.left(new ConfigError({ message: `--shim ${JSON.stringify(shim)}: expected auto or sh` }))
+    if (typeof shim === "string") return yield* Either.left(new ConfigError({ message: shim }))
     const reserved = reservedText === undefined ? {} : yield* Either.mapLeft(HostFacts.parseReserved(reservedText), (why) => new ConfigError({ message: `--reserved: ${why}` }))
-    return { server, nodeName, reserved, usageInterval, nodePortAddress: nodePortText === "off" ? undefined : nodePortText, shim }
+    return { server, nodeName, reserved, usageInterval, nodePortAddress: nodePortText === "off" ? undefined : nodePortText, shim: shim.shim }
   })
 }
 

@@ -18,6 +18,7 @@ import type { InProcess, MetricRegistry } from "@koder/fleet-core"
 import { Effect, type Scope } from "effect"
 import { MessageChannel, Worker, type MessagePort } from "node:worker_threads"
 import * as PortTransport from "../internal/PortTransport.js"
+import type * as ShimFlag from "../box/ShimFlag.js"
 
 /** What the worker is started with (structured-cloneable). */
 export interface WorkerData {
@@ -26,7 +27,7 @@ export interface WorkerData {
   readonly nodeName: string
   readonly boxDir: string
   /** How the box starts containers (`koder-fleet box --shim`). */
-  readonly shim: "auto" | "sh"
+  readonly shim: ShimFlag.Shim
   readonly agentDir: string
   readonly reserved: Readonly<Record<string, string>>
   readonly region: string | undefined

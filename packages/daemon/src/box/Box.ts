@@ -13,6 +13,7 @@ import { parseArgs } from "node:util"
 import * as KboxServer from "./KboxServer.js"
 import * as RuncDriver from "./RuncDriver.js"
 import { ProcessDriver, toRuntime } from "./ProcessDriver.js"
+import * as ShimFlag from "./ShimFlag.js"
 
 /** What the box is configured with. */
 export interface Config {
@@ -26,7 +27,7 @@ export interface Config {
   /** The bridge of pods with their own network (`network: pod`; default `fleet0`). */
   readonly bridge?: string
   /** How the process driver starts containers: the native shim when it can (`auto`), or `sh`. */
-  readonly shim?: "auto" | "sh"
+  readonly shim?: ShimFlag.Shim
 }
 
 /** `koder-fleet box --help`. */
@@ -78,8 +79,8 @@ export const parseFlags = (args: ReadonlyArray<string>): Config | string => {
   if (isolation !== "auto" && isolation !== "none") return `--isolation ${JSON.stringify(isolation)}: expected auto or none`
   const cgroups = str("cgroups") ?? "auto"
   if (cgroups !== "auto" && cgroups !== "none") return `--cgroups ${JSON.stringify(cgroups)}: expected auto or none`
-  const shim = str("shim") ?? "auto"
-  if (shim !== "auto" && shim !== "sh") return `--shim ${JSON.stringify(shim)}: expected auto or sh`
+  const shim = ShimFlag.parse(str("shim"))
+  if (typeof shim === "string") return shim
   const count = (k: string, fallback: number, min: number) => {
     const v = str(k)
     if (v === undefined) return fallback
@@ -99,7 +100,7 @@ export const parseFlags = (args: ReadonlyArray<string>): Config | string => {
     logMaxBytes,
     logMaxFiles,
     bridge: str("bridge") ?? "fleet0",
-    shim
+    shim: shim.shim
   }
 }
 

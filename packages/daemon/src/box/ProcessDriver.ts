@@ -47,6 +47,7 @@ import { Launcher } from "./Launcher.js"
 import * as Procfs from "./Procfs.js"
 import * as NativeShim from "./NativeShim.js"
 import * as Shim from "./Shim.js"
+import type * as ShimFlag from "./ShimFlag.js"
 import { defaultPath, which } from "./Tools.js"
 
 /** How the driver is set up. */
@@ -65,7 +66,7 @@ export interface Options {
    * `auto` (default): start containers and pod holders with the native shim when the machine can
    * build it (NativeShim.ts), else the sh chain; `sh`: always the sh chain.
    */
-  readonly shim?: "auto" | "sh"
+  readonly shim?: ShimFlag.Shim
 }
 
 /** What the driver reports as its version. */
