@@ -3,21 +3,22 @@
  * src/box/NativeShim.ts and src/box/Launcher.ts).
  *
  * It does what the box's sh launcher and the sh chain of src/box/Shim.ts do (same files, same
- * answers, same exit codes) without starting a program per step: on the VMs Fleet runs on, a
+ * answers, same exit codes) without starting a shell per step: on the VMs Fleet runs on, a
  * program start costs about a millisecond, most of it in the C library's start-up (its CPU feature
  * probes trap to the hypervisor), and a fork of a shell a little more. So this program has no C
- * library at all (raw system calls, no stdio, memory from mmap only), and what it starts is a fork
- * of itself, not a new program. It is built by the box with the machine's C compiler
- * (freestanding, static).
+ * library at all (raw system calls, no stdio, memory from mmap only), and starts in about 0.1 ms.
+ * It is built by the box with the machine's C compiler (freestanding, static). What it starts, it
+ * starts with spawn() below, which on x86_64 copies no page table (a fork's cost here).
  *
  *   fleet-shim launcher SH
- *     Resident, the box's child, reading "TOKEN ARG FILE" lines on stdin. Each launch runs in a
- *     fork of it, which it reaps when it ends (after the launcher, the host's init does), with
- *     stdin and stderr on /dev/null and stdout the pipe to the box, and is one of:
+ *     Resident, the box's child, reading "TOKEN ARG FILE" lines on stdin. Each launch is a child
+ *     of it, which it reaps when it ends (after the launcher, the host's init does), with stdin
+ *     and stderr on /dev/null and stdout the pipe to the box; by FILE's first bytes, one of:
  *     - a container's shim (FILE: MAGIC, "shim", the environment's entries, "", then DIR
- *       [-c CGROUP_PROCS]... [-t HOLDER_PID [-n]] [-w WORKDIR] -- ARGV..., all NUL-terminated).
+ *       [-c CGROUP_PROCS]... [-t HOLDER_PID [-n]] [-w WORKDIR] -- ARGV..., all NUL-terminated),
+ *       run as `fleet-shim shim FILE TOKEN ARG`.
  *       Makes DIR's stdout/stderr FIFOs unless they are there and holds them open read-write for
- *       life; forks the workload, which joins the cgroups, enters the pod's namespaces (of
+ *       life; starts the workload, which joins the cgroups, enters the pod's namespaces (of
  *       HOLDER_PID: pid, ipc, uts, [net with -n], mount), starts a session, restores default
  *       signal dispositions, enters WORKDIR, finds ARGV[0] along the environment's PATH and execs
  *       it, reporting a failure in DIR/start-error (exit 128); writes DIR/pid ("<shim pid>
@@ -25,17 +26,16 @@
  *       writes DIR/exit (its code, or 128 + the signal). Unlike sh + nsenter, the workload is the
  *       shim's own child even in a pod: the shim joins the pod's pid namespace for its children
  *       only (setns), so no process sits between them.
- *     - a pod's holder (FILE: MAGIC, "holder", "net" or "", HOSTNAME or "" for ARG). Makes the
- *       namespaces as `unshare --pid --fork --mount --uts --ipc [--net] --mount-proc
- *       --propagation private` does, with the holder as pid 1: the child mounts /proc, sets the
- *       hostname and reaps orphans forever. Once the child is ready it answers "TOKEN <own pid>
- *       <holder pid>" ("TOKEN <own pid> -" when the child failed), so the box neither looks for
- *       the holder in /proc nor starts a container in a pod whose /proc is not there yet; then
- *       it waits for the child and exits as it did.
+ *     - a pod's holder (FILE: MAGIC, "holder", "net" or "", HOSTNAME or "" for ARG), run as
+ *       `fleet-shim holder FILE TOKEN ARG`: the launcher starts it in new namespaces (pid, mount,
+ *       uts, ipc [, net]), as `unshare --pid --fork --mount --uts --ipc [--net] --mount-proc
+ *       --propagation private` would, but with no process left waiting between: it is pid 1
+ *       itself. It makes the mounts private, mounts /proc, sets the hostname, answers "TOKEN
+ *       <its host pid> <its host pid>" ("TOKEN <pid> -" when it failed, also from the launcher when
+ *       the namespaces could not be made), so the box neither looks for the holder in /proc nor
+ *       starts a container in a pod whose /proc is not there yet; then it reaps orphans forever.
  *     - anything else: an sh script, sourced by `SH` with $1 the token and $2 the arg, as the sh
  *       launcher does (the box's other launches: output FIFOs made ahead, the sh chain).
- *     Each fork relabels its command line ("fleet-shim shim", "fleet-shim holder"), so `ps`
- *     tells them from the launcher.
  *
  *   fleet-shim version
  *     Prints the protocol version (the box's check that a build runs).
@@ -133,8 +133,37 @@ static int move_fd(int from, int to) {
   close_fd(from);
   return 0;
 }
-static long fork_now(void) { return sys5(__NR_clone, SIGCHLD, 0, 0, 0, 0); }
 static long self_pid(void) { return sys0(__NR_getpid); }
+
+/*
+ * Start a process that runs fn(arg) and then execs or exits; `flags` may add namespaces
+ * (CLONE_NEW*). Its pid, or a negative errno. On x86_64 the child borrows this process's memory
+ * until it execs (clone with CLONE_VM | CLONE_VFORK, on a stack of its own, this process waiting
+ * meanwhile), so no page table is copied and none torn down at its exec: on the hypervisors
+ * Fleet runs on, a fork of even this small program costs 0.6-0.9 ms of CPU and this about
+ * 0.05 ms. So fn may write only its own stack, and must not return into anything (it exits with
+ * fn's value). Elsewhere it is a fork.
+ */
+#if defined(__x86_64__)
+long spawn_vm(unsigned long flags, void *stack_top, int (*fn)(void *), void *arg);
+__asm__(".text\n.type spawn_vm,@function\nspawn_vm:\n"
+        " and $-16, %rsi\n sub $16, %rsi\n mov %rdx, 0(%rsi)\n mov %rcx, 8(%rsi)\n"
+        " mov $56, %eax\n xor %edx, %edx\n xor %r10d, %r10d\n xor %r8d, %r8d\n syscall\n"
+        " test %rax, %rax\n jnz 1f\n"
+        /* the child, on its own stack: fn(arg), then exit_group with its value */
+        " xor %ebp, %ebp\n pop %rax\n pop %rdi\n call *%rax\n mov %eax, %edi\n mov $231, %eax\n syscall\n hlt\n"
+        "1:\n ret\n");
+static char spawn_stack[64 * 1024] __attribute__((aligned(16)));
+static long spawn(unsigned long flags, int (*fn)(void *), void *arg) {
+  return spawn_vm(flags | CLONE_VM | CLONE_VFORK | SIGCHLD, spawn_stack + sizeof spawn_stack, fn, arg);
+}
+#else
+static long spawn(unsigned long flags, int (*fn)(void *), void *arg) {
+  long pid = sys5(__NR_clone, flags | SIGCHLD, 0, 0, 0, 0);
+  if (pid == 0) exit_now(fn(arg));
+  return pid;
+}
+#endif
 
 static void set_signal(int sig, unsigned long handler) {
   struct ksigaction sa = {handler, 0, 0, 0};
@@ -265,17 +294,24 @@ static const char *reason(long err) {
  * Answer the box "TOKEN <own pid> <child pid>" ("-" for no child) on stdout, the launcher's pipe
  * (which may be gone by now), and let go of the pipe.
  */
-static void answer(const char *token, long child) {
+static void answer_line(const char *token, long self, long child) {
   struct buf b = {0};
-  put(&b, token), put(&b, " "), put_num(&b, self_pid()), put(&b, " ");
+  put(&b, token), put(&b, " "), put_num(&b, self), put(&b, " ");
   if (child > 0) put_num(&b, child);
   else put(&b, "-");
   put(&b, "\n");
-  set_signal(SIGPIPE, SIG_IGN);
   write_all(1, b.s, b.n);
+}
+
+/* A launch's one answer on stdout, "TOKEN SELF CHILD" (CHILD "-": it failed); then stdout is
+   /dev/null, so nothing else it does can reach the box's pipe. */
+static void answer_as(const char *token, long self, long child) {
+  set_signal(SIGPIPE, SIG_IGN);
+  answer_line(token, self, child);
   int null = open_at("/dev/null", O_WRONLY, 0);
   if (null >= 0) move_fd(null, 1);
 }
+static void answer(const char *token, long child) { answer_as(token, self_pid(), child); }
 
 /* ------------------------------------------------------------------------------------------ */
 /* shim                                                                                        */
@@ -380,6 +416,16 @@ __attribute__((noreturn)) static void workload(const struct shim *s, int fail, c
   exit_now(128);
 }
 
+struct workload_args {
+  const struct shim *s;
+  int fail;
+  const int *ns;
+};
+static int workload_main(void *p) {
+  const struct workload_args *w = p;
+  workload(w->s, w->fail, w->ns, 4);
+}
+
 static int run_shim(struct shim *s) {
   struct buf out = {0}, err = {0}, b = {0};
   put(&out, s->dir), put(&out, "/stdout.fifo");
@@ -417,9 +463,9 @@ static int run_shim(struct shim *s) {
     }
     close_fd(pid_ns);
   }
-  long pid = fork_now();
+  struct workload_args w = {s, fail, ns};
+  long pid = spawn(0, workload_main, &w);
   if (pid < 0) return 120;
-  if (pid == 0) workload(s, fail, ns, 4);
   for (int i = 0; i < 4; i++)
     if (ns[i] >= 0) close_fd(ns[i]);
   close_fd(fail);
@@ -458,80 +504,46 @@ static int parse_shim(struct shim *s, char **args, int n) {
 /* ------------------------------------------------------------------------------------------ */
 /* holder                                                                                      */
 
-static int run_holder(const char *token, const char *hostname, int net) {
-  int flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC;
-  if (net) flags |= CLONE_NEWNET;
+/*
+ * pid 1 of a pod: the launcher started it in the pod's new namespaces (pid, mount, uts, ipc
+ * [, net]). It makes the mounts private, mounts its own /proc, sets the hostname, answers, and
+ * then reaps whatever is handed to it, forever. No process waits for it, as `unshare --fork`
+ * would: it answers its own host pid as both the namespaces' maker and their holder.
+ */
+static int run_holder(const char *token, const char *hostname) {
+  /* Its pid on the host: /proc is still the host's until its own is mounted over it. */
+  char self[24];
+  long n = sys4(__NR_readlinkat, AT_FDCWD, "/proc/self", self, sizeof self - 1);
+  long pid = 0;
+  for (long i = 0; i < n && self[i] >= '0' && self[i] <= '9'; i++) pid = pid * 10 + (self[i] - '0');
   /* Nothing mounted in the pod propagates back to the host. */
-  if (sys1(__NR_unshare, flags) < 0 || sys5(__NR_mount, "none", "/", 0, MS_REC | MS_PRIVATE, 0) < 0) {
-    answer(token, 0);
+  if (pid <= 0 || self_pid() != 1 || sys5(__NR_mount, "none", "/", 0, MS_REC | MS_PRIVATE, 0) < 0 ||
+      sys5(__NR_mount, "proc", "/proc", "proc", MS_NOSUID | MS_NOEXEC | MS_NODEV, 0) < 0) {
+    answer_as(token, pid, 0);
     return 1;
   }
-  /* The child closes its end once it is ready, after writing one byte (none when it failed). */
-  int ready[2];
-  if (sys2(__NR_pipe2, ready, O_CLOEXEC) < 0) {
-    answer(token, 0);
-    return 1;
-  }
-  long pid = fork_now();
-  if (pid < 0) {
-    answer(token, 0);
-    return 1;
-  }
-  if (pid == 0) {
-    /* pid 1 of the pod: its own /proc, its hostname, then reap whatever is handed to it. */
-    close_fd(ready[0]);
-    if (sys5(__NR_mount, "proc", "/proc", "proc", MS_NOSUID | MS_NOEXEC | MS_NODEV, 0) < 0) exit_now(1);
-    sys2(__NR_sethostname, hostname, len(hostname));
-    int null = open_at("/dev/null", O_RDWR, 0);
-    if (null >= 0) sys3(__NR_dup3, null, 0, 0), sys3(__NR_dup3, null, 1, 0), sys3(__NR_dup3, null, 2, 0);
-    write_all(ready[1], "1", 1);
+  sys2(__NR_sethostname, hostname, len(hostname));
+  answer_as(token, pid, pid);
+  int null = open_at("/dev/null", O_RDWR, 0);
+  if (null >= 0) sys3(__NR_dup3, null, 0, 0), sys3(__NR_dup3, null, 1, 0), sys3(__NR_dup3, null, 2, 0);
 #ifdef __NR_close_range
-    sys3(__NR_close_range, 3, ~0U, 0);
+  sys3(__NR_close_range, 3, ~0U, 0);
 #else
-    close_fd(ready[1]);
-    if (null > 2) close_fd(null);
+  if (null > 2) close_fd(null);
 #endif
-    /* Blocked, SIGCHLD stays pending without a handler, which sigtimedwait then takes. */
-    unsigned long chld = 1UL << (SIGCHLD - 1);
-    sys4(__NR_rt_sigprocmask, SIG_BLOCK, &chld, 0, sizeof chld);
-    for (;;) {
-      long r = sys4(__NR_wait4, -1, 0, 0, 0);
-      if (r == -ECHILD) sys4(__NR_rt_sigtimedwait, &chld, 0, 0, sizeof chld);
-    }
+  /* Blocked, SIGCHLD stays pending without a handler, which sigtimedwait then takes. */
+  unsigned long chld = 1UL << (SIGCHLD - 1);
+  sys4(__NR_rt_sigprocmask, SIG_BLOCK, &chld, 0, sizeof chld);
+  for (;;) {
+    long r = sys4(__NR_wait4, -1, 0, 0, 0);
+    if (r == -ECHILD) sys4(__NR_rt_sigtimedwait, &chld, 0, 0, sizeof chld);
   }
-  close_fd(ready[1]);
-  char byte = 0;
-  long got;
-  do got = sys3(__NR_read, ready[0], &byte, 1);
-  while (got == -EINTR);
-  close_fd(ready[0]);
-  answer(token, got == 1 ? pid : 0);
-  set_signal(SIGINT, SIG_IGN);
-  set_signal(SIGTERM, SIG_IGN);
-  int status = 0;
-  if (wait_child(pid, &status) < 0) return 1;
-  if ((status & 0x7f) != 0) {
-    int sig = status & 0x7f;
-    set_signal(sig, SIG_DFL);
-    sys2(__NR_kill, self_pid(), sig);
-  }
-  return code_of(status);
 }
 
 /* ------------------------------------------------------------------------------------------ */
 /* launcher                                                                                    */
 
 #define MAGIC "fleet-shim-launch 1\n"
-
-static char *title; /* the launcher's arguments, relabelled in each fork to say what it became */
-static size_t title_room;
-
-static void retitle(const char *what) {
-  size_t n = len(what);
-  if (n > title_room) n = title_room;
-  memset(title, 0, title_room);
-  memcpy(title, what, n);
-}
 
 /* A whole file, NUL-terminated, in a fresh mapping; its size in *size. */
 static char *slurp(const char *path, size_t *size) {
@@ -572,33 +584,22 @@ static char **strings(char *data, size_t size, int *count) {
   return out;
 }
 
-/*
- * One launch, in a fork of the launcher: the file is either a native launch (MAGIC, then
- * NUL-terminated strings: "shim", the environment's entries, "", then the shim's arguments; or
- * "holder", "net" or "", and the hostname, "" for ARG) or an sh script, which `sh` sources with
- * $1 the token and $2 the arg, as the sh launcher did.
- */
-static int launch(const char *sh, const char *token, const char *arg, const char *file) {
-  size_t size = 0;
+/* A native launch file's strings after MAGIC (in a fresh mapping), or 0 when it is not one. */
+static char **native_file(const char *file, int *n) {
+  size_t size = 0, magic = len(MAGIC);
   char *data = slurp(file, &size);
-  size_t magic = len(MAGIC);
-  int native = data != 0 && size >= magic;
-  for (size_t i = 0; native && i < magic; i++)
-    if (data[i] != MAGIC[i]) native = 0;
-  if (!native) {
-    char *argv[] = {"sh", "-c", ". \"$0\"", (char *)file, (char *)token, (char *)arg, 0};
-    char *envp[] = {0};
-    sys3(__NR_execve, sh, argv, envp);
-    return 127;
-  }
+  if (data == 0 || size < magic) return 0;
+  for (size_t i = 0; i < magic; i++)
+    if (data[i] != MAGIC[i]) return 0;
+  char **f = strings(data + magic, size - magic, n);
+  return f == 0 || *n < 1 ? 0 : f;
+}
+
+/* `fleet-shim shim FILE TOKEN ARG`: a container's shim, from its launch file. */
+static int shim_role(const char *file, const char *token) {
   int n = 0;
-  char **f = strings(data + magic, size - magic, &n);
-  if (f == 0 || n < 1) return 2;
-  if (same(f[0], "holder") && n >= 3) {
-    retitle("holder");
-    return run_holder(token, f[2][0] ? f[2] : arg, same(f[1], "net"));
-  }
-  if (!same(f[0], "shim")) return 2;
+  char **f = native_file(file, &n);
+  if (f == 0 || !same(f[0], "shim")) return 2;
   /* The environment's entries (never empty), an empty string, then the shim's arguments. */
   int end = 1;
   while (end < n && f[end][0]) end++;
@@ -608,8 +609,71 @@ static int launch(const char *sh, const char *token, const char *arg, const char
   s.token = token;
   s.envp = &f[1];
   if (parse_shim(&s, &f[end + 1], n - end - 1) < 0) return 2;
-  retitle("shim");
   return run_shim(&s);
+}
+
+/* `fleet-shim holder FILE TOKEN ARG`: a pod's pid 1 ("holder", "net" or "", HOSTNAME or ""
+   for ARG). */
+static int holder_role(const char *file, const char *token, const char *arg) {
+  int n = 0;
+  char **f = native_file(file, &n);
+  if (f == 0 || !same(f[0], "holder") || n < 3) {
+    answer_as(token, 0, 0);
+    return 2;
+  }
+  return run_holder(token, f[2][0] ? f[2] : arg);
+}
+
+enum kind { SH, SHIM, HOLDER };
+
+/* What a launch file is, from its first bytes; for a holder, the namespaces it needs. */
+static enum kind peek(const char *file, unsigned long *ns) {
+  char head[64];
+  int fd = open_at(file, O_RDONLY, 0);
+  if (fd < 0) return SH;
+  long n;
+  do n = sys3(__NR_read, fd, head, sizeof head - 1);
+  while (n == -EINTR);
+  close_fd(fd);
+  size_t magic = len(MAGIC);
+  if (n < (long)magic) return SH;
+  for (size_t i = 0; i < magic; i++)
+    if (head[i] != MAGIC[i]) return SH;
+  head[n] = 0;
+  const char *role = head + magic;
+  if (!same(role, "holder")) return SHIM;
+  const char *net = role + len(role) + 1;
+  *ns = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC;
+  if (net < head + n && same(net, "net")) *ns |= CLONE_NEWNET;
+  return HOLDER;
+}
+
+struct start {
+  const char *sh, *token, *arg, *file;
+  enum kind kind;
+};
+
+/*
+ * A launch's child (spawn): stdin and stderr on /dev/null, stdout the box's pipe, no signal
+ * blocked; then an sh script goes to `SH`, sourced with $1 the token and $2 the arg as the sh
+ * launcher did, and a native launch to this program again, as `fleet-shim shim|holder FILE TOKEN
+ * ARG` (what `ps` shows).
+ */
+static int start_one(void *p) {
+  const struct start *st = p;
+  unsigned long none = 0;
+  sys4(__NR_rt_sigprocmask, SIG_SETMASK, &none, 0, sizeof none);
+  int null = open_at("/dev/null", O_RDWR, 0);
+  if (null >= 0) sys3(__NR_dup3, null, 0, 0), sys3(__NR_dup3, null, 2, 0), close_fd(null);
+  char *envp[] = {0};
+  if (st->kind == SH) {
+    char *argv[] = {"sh", "-c", ". \"$0\"", (char *)st->file, (char *)st->token, (char *)st->arg, 0};
+    sys3(__NR_execve, st->sh, argv, envp);
+  } else {
+    char *argv[] = {"fleet-shim", st->kind == HOLDER ? "holder" : "shim", (char *)st->file, (char *)st->token, (char *)st->arg, 0};
+    sys3(__NR_execve, "/proc/self/exe", argv, envp);
+  }
+  return 127;
 }
 
 /* Reap every child that has ended (the launcher is the parent of what it starts). */
@@ -627,7 +691,7 @@ static void reap(void) {
 static int run_launcher(const char *sh) {
   static char line[PATH_CAP + 256];
   size_t have = 0;
-  unsigned long chld = 1UL << (SIGCHLD - 1), none = 0;
+  unsigned long chld = 1UL << (SIGCHLD - 1);
   sys4(__NR_rt_sigprocmask, SIG_BLOCK, &chld, 0, sizeof chld);
   int sfd = (int)sys4(__NR_signalfd4, -1, &chld, sizeof chld, O_CLOEXEC | O_NONBLOCK);
   if (sfd < 0) return 1;
@@ -671,12 +735,12 @@ static int run_launcher(const char *sh) {
           break;
         }
       }
-    if (arg != 0 && file != 0 && fork_now() == 0) {
-      close_fd(sfd);
-      sys4(__NR_rt_sigprocmask, SIG_SETMASK, &none, 0, sizeof none);
-      int null = open_at("/dev/null", O_RDWR, 0);
-      if (null >= 0) sys3(__NR_dup3, null, 0, 0), sys3(__NR_dup3, null, 2, 0), close_fd(null);
-      exit_now(launch(sh, token, arg, file));
+    if (arg != 0 && file != 0) {
+      struct start st = {sh, token, arg, file, SH};
+      unsigned long ns = 0;
+      st.kind = peek(file, &ns);
+      /* A pod's holder starts in its namespaces, as their pid 1; one that cannot is told at once. */
+      if (spawn(ns, start_one, &st) < 0 && st.kind == HOLDER) answer_line(token, self_pid(), 0);
     }
     size_t used = (size_t)(nl + 1 - line);
     memcpy(line, nl + 1, have - used); /* forward, byte by byte: safe, the source is above */
@@ -690,11 +754,9 @@ __attribute__((used, noreturn)) void start_c(long *sp) {
   int argc = (int)sp[0];
   char **argv = (char **)(sp + 1);
   int code = 2;
-  if (argc >= 3 && same(argv[1], "launcher")) {
-    /* The title is argv[1] to the end of the last argument (contiguous), rewritten in each fork. */
-    title = argv[1], title_room = (size_t)(argv[argc - 1] + len(argv[argc - 1]) - argv[1]);
-    code = run_launcher(argv[2]);
-  } else if (argc >= 2 && same(argv[1], "version")) code = write_all(1, "fleet-shim " VERSION "\n", len("fleet-shim " VERSION "\n")) < 0;
+  if (argc >= 3 && same(argv[1], "launcher")) code = run_launcher(argv[2]);
+  else if (argc >= 5 && same(argv[1], "shim")) code = shim_role(argv[2], argv[3]);
+  else if (argc >= 5 && same(argv[1], "holder")) code = holder_role(argv[2], argv[3], argv[4]); else if (argc >= 2 && same(argv[1], "version")) code = write_all(1, "fleet-shim " VERSION "\n", len("fleet-shim " VERSION "\n")) < 0;
   exit_now(code);
 }
 

@@ -6,9 +6,10 @@
  * the file started answers "<token> <fields...>" on the launcher's stdout, a pipe to the box.
  *
  * Two launchers speak this protocol:
- * - the native shim's (`fleet-shim launcher SH`, NativeShim.ts): forks once per line and, in the
- *   fork, runs a native launch file itself (a container's shim, a pod's holder) or hands an sh
- *   script to `SH`; it is the parent of what it starts and reaps it;
+ * - the native shim's (`fleet-shim launcher SH`, NativeShim.ts): starts one child per line,
+ *   without a fork (`native/fleet-shim.c`'s spawn), which runs a native launch file as the same
+ *   program again (a container's shim; a pod's holder, started in the pod's new namespaces) or
+ *   hands an sh script to `SH`; it is the parent of what it starts and reaps it;
  * - `sh` (`launcherScript`, without the native shim): double-forks and sources the file there
  *   with `$1` the token and `$2` the arg (so the started process is nobody's child and never waits
  *   as a zombie for a launcher that has no reason to reap it; sourced, not run by a new `sh`, as

@@ -85,7 +85,10 @@ interface SandboxRecord {
   readonly spec: Runtime.SandboxSpec
   readonly createdAt: string
   readonly bootId: string
-  /** The pod's namespaces: `unshare` and its child, the holder (pid 1 inside). */
+  /**
+   * The pod's namespaces: the process that made them (`unshare`) and the holder, pid 1 inside (with
+   * the sh chain unshare's child; the native holder is both).
+   */
   holder?: { readonly unshare: ProcessId; readonly pid: number; readonly startTime: number }
   /** Container paths already bind-mounted in the pod's mount namespace. */
   mounts: Array<string>
@@ -853,7 +856,8 @@ export class ProcessDriver {
       rmSync(file, { force: true })
     }
     const unshare = processId(Number(answer?.[0]))
-    // The native holder names the holder once it is ready ("-": it failed); unshare does not.
+    // The native holder answers once it is ready, as both maker and holder ("-": it failed);
+    // unshare does not answer for its child.
     if (answer?.[1] !== undefined) {
       const holder = processId(Number(answer[1]))
       if (unshare !== undefined && holder !== undefined) return { unshare, pid: holder.pid, startTime: holder.startTime }
