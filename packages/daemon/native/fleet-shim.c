@@ -649,7 +649,7 @@ static enum kind peek(const char *file, unsigned long *ns) {
 }
 
 struct start {
-  const char *sh, *token, *arg, *file;
+  const char *sh, *self, *token, *arg, *file;
   enum kind kind;
 };
 
@@ -671,7 +671,7 @@ static int start_one(void *p) {
     sys3(__NR_execve, st->sh, argv, envp);
   } else {
     char *argv[] = {"fleet-shim", st->kind == HOLDER ? "holder" : "shim", (char *)st->file, (char *)st->token, (char *)st->arg, 0};
-    sys3(__NR_execve, "/proc/self/exe", argv, envp);
+    sys3(__NR_execve, st->self, argv, envp);
   }
   return 127;
 }
@@ -689,7 +689,11 @@ static void reap(void) {
  * started lives on, the host's init their parent.
  */
 static int run_launcher(const char *sh) {
-  static char line[PATH_CAP + 256];
+  static char line[PATH_CAP + 256], self[PATH_CAP];
+  /* This program's own path, which its children exec (not /proc/self/exe: `ps` would call them "exe"). */
+  long got = sys4(__NR_readlinkat, AT_FDCWD, "/proc/self/exe", self, sizeof self - 1);
+  if (got <= 0 || got >= (long)sizeof self - 1) return 1;
+  self[got] = 0;
   size_t have = 0;
   unsigned long chld = 1UL << (SIGCHLD - 1);
   sys4(__NR_rt_sigprocmask, SIG_BLOCK, &chld, 0, sizeof chld);
@@ -736,7 +740,7 @@ static int run_launcher(const char *sh) {
         }
       }
     if (arg != 0 && file != 0) {
-      struct start st = {sh, token, arg, file, SH};
+      struct start st = {sh, self, token, arg, file, SH};
       unsigned long ns = 0;
       st.kind = peek(file, &ns);
       /* A pod's holder starts in its namespaces, as their pid 1; one that cannot is told at once. */
