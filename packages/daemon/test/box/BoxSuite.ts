@@ -111,7 +111,8 @@ describe(`koder-fleet box (${mode})`, () => {
     // chains exec down to the workload.
     const direct = native || !isolated
     expect(isShim(parent), readFileSync(`/proc/${parent}/cmdline`, "utf8")).toBe(direct)
-    // The native shim wipes its argv once read: a scan of /proc finds the workload's command once.
+    // The native shim's command line names its launch file, not the workload's command: a scan of
+    // /proc finds that command once.
     if (direct) expect(processesWith(mark)).toEqual([pid])
     await c.run(c.rt.containers.remove(id))
   })
@@ -432,6 +433,21 @@ describe(`koder-fleet box (${mode})`, () => {
     await logged(id, "read-only")
     await c.run(c.rt.containers.remove(id))
     rmSync(target, { recursive: true, force: true })
+  })
+
+  if (isolated) it("the pod's holder is pid 1 of the pod; natively the launcher's own child, no process waiting on it", async () => {
+    const mark = marker("holder")
+    const id = await run("holder", "echo ready; sleep 1000", mark)
+    await logged(id, "ready")
+    const holder = holderOf((await c.run(c.rt.containers.inspect(id))).status.pid!)
+    expect(holder).toBeDefined()
+    const ppid = Number(/\) \S+ (\d+) /.exec(readFileSync(`/proc/${holder}/stat`, "utf8"))![1])
+    const parent = readFileSync(`/proc/${ppid}/cmdline`, "utf8").split("\0")
+    // With the sh chain, `unshare --fork` made the namespaces and waits on the holder.
+    if (native) expect(parent.slice(1, 2), parent.join(" ")).toEqual(["launcher"])
+    else expect(parent[0]).toMatch(/unshare$/)
+    expect(readFileSync(`/proc/${holder}/cmdline`, "utf8")).toContain("holder")
+    await c.run(c.rt.containers.remove(id))
   })
 
   if (isolated) it("the pod's holder reaps the orphans its containers leave behind", async () => {

@@ -4,7 +4,7 @@
  * namespaces, exit codes) is the box suite's (BoxSuite.ts), run with it and without.
  */
 import { spawnSync } from "node:child_process"
-import { chmodSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
@@ -137,5 +137,23 @@ describe.runIf(compiler && process.platform === "linux")("NativeShim.find: built
     expect(r.status).toBe(0)
     // The launch is a grandchild: the launcher may end before it answers, so wait for the pipe's end.
     expect(r.stdout).toBe("t2 got hello\n")
+  })
+
+  it("a pod holder whose namespaces cannot be made is answered at once, by the launcher", () => {
+    const found = NativeShim.find(join(dir, "box1"))
+    if (!("path" in found)) throw new Error(found.reason)
+    // Unprivileged, the launcher may not make a pid namespace: as root, run it as nobody.
+    const open = mkdtempSync(join(tmpdir(), "fleet-shim-nobody-"))
+    chmodSync(open, 0o755)
+    const program = join(open, "fleet-shim")
+    writeFileSync(program, readFileSync(found.path), { mode: 0o755 })
+    const file = join(open, "holder.launch")
+    writeFileSync(file, Shim.holderFile({ ...tools, native: program }, () => "/nonexistent", false, "web"), { mode: 0o644 })
+    const asRoot = process.getuid?.() === 0
+    const argv = asRoot ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", program] : [program]
+    const r = spawnSync(argv[0]!, [...argv.slice(1), "launcher", "/bin/sh"], { input: `t3 web ${file}\n`, encoding: "utf8", timeout: 10_000 })
+    rmSync(open, { recursive: true, force: true })
+    expect(r.status).toBe(0)
+    expect(r.stdout).toMatch(/^t3 \d+ -\n$/)
   })
 })
