@@ -1,37 +1,44 @@
 /**
- * How much bytecode V8's optimizing compiler (TurboFan) may inline into one function it optimizes.
- * A Fleet process runs a large body of code (Effect's runtime, the API pipeline, the agent and the
- * box) that turns hot piece by piece: under bursts of work, `koder-fleet dev` optimized about
- * 1,400 functions, most in its first 20 seconds, and V8's helper threads took 420–720 ms of CPU
- * per burst of 100 pod starts (about a sixth of a 2-core machine; perf: four fifths of it
- * compiling), in competition with the work itself. Deep Effect call chains make large inlined graphs that cost much to compile and gain
- * little. `koder-fleet dev`, where the compiler competes with the workloads for the same host,
- * lowers V8's cumulative budget (920 bytes of bytecode) to 250. In the agent benchmark on a 2-core
- * VM, two interleaved A/Bs of 3–4 runs a side (the flag on the command line, then set here) measured
- * V8's helper threads at 30% and 12% less CPU, the machine at 15% and 4% less, and the first
- * burst's p99 at about 20% and 8% lower; a warm process's main thread used no more CPU per burst.
- * The other roles keep V8's budget until the API and scheduler benchmarks say otherwise: their
- * hot loops run for hours, not for a burst.
+ * How much TurboFan, V8's optimizing compiler, may inline into one function it optimizes. A Fleet
+ * process runs a large body of code (Effect's runtime, the API pipeline, the agent and the box)
+ * that turns hot piece by piece: under bursts of work, `koder-fleet dev` optimized about 1,400
+ * functions, most in its first 20 seconds, and V8's helper threads took 420–720 ms of CPU per
+ * burst of 100 pod starts (about a sixth of a 2-core machine; perf: four fifths of it compiling),
+ * in competition with the work itself. Deep Effect call chains make large inlined graphs that cost
+ * much to compile and gain little.
  *
- * `FLEET_V8_INLINING_BUDGET` sets it for any role (0: V8's own). TurboFan reads the flag at each
- * compile, so it applies from the process's first optimization on, and to every thread.
+ * `koder-fleet dev`, where the compiler competes with the workloads for the same host, turns
+ * TurboFan's inlining off. It first lowered V8's cumulative budget (920 bytes of bytecode) to 250:
+ * two interleaved A/Bs of 3–4 runs a side on a 2-core VM measured V8's helper threads at 30% and
+ * 12% less CPU and the first burst's p99 about 20% and 8% lower. Turning inlining off went further:
+ * in 7 interleaved pairs against the budget of 250 (a slower 2-core VM), V8's helper threads used
+ * 60–320 ms less CPU per burst in all 7 and the burst's p99 was lower in 5; a main thread's CPU
+ * per burst stayed within the noise. The other roles keep V8's inlining until the API and
+ * scheduler benchmarks say otherwise: their hot loops run for hours, not for a burst.
+ *
+ * `FLEET_V8_INLINING_BUDGET` sets a cumulative budget in bytes for any role, inlining on (0: V8's
+ * own budget). TurboFan reads these flags at each compile, so they apply from the process's first
+ * optimization on, and to every thread.
  */
 import { setFlagsFromString } from "node:v8"
 import * as V8Setting from "../internal/v8Setting.js"
 
-/** The default budget (bytes of bytecode inlined into one optimized function). */
-export const DefaultBytes = 250
+/** A role's inlining: off, a cumulative budget (bytes of bytecode inlined into one optimized function), or V8's own (undefined). */
+export type Setting = "off" | number | undefined
 
-/**
- * The budget for `role` from `FLEET_V8_INLINING_BUDGET`, else the role's default (dev's, or V8's
- * for the others); undefined when V8 decides (0, or no default).
- */
-export const bytesFrom = (value: string | undefined, role: string | undefined): number | undefined =>
-  V8Setting.parse(value, role === "dev" ? DefaultBytes : undefined)
+/** dev's default. */
+export const DevDefault: Setting = "off"
 
-/** Apply the budget to this process (once, at start, before code turns hot). */
-export const limit = (role: string | undefined, env: NodeJS.ProcessEnv = process.env): number | undefined => {
-  const bytes = bytesFrom(env["FLEET_V8_INLINING_BUDGET"], role)
-  if (bytes !== undefined) setFlagsFromString(`--max-inlined-bytecode-size-cumulative=${bytes}`)
-  return bytes
+/** The setting for `role` from `FLEET_V8_INLINING_BUDGET`, else the role's default (dev's, or V8's for the others). */
+export const settingFrom = (value: string | undefined, role: string | undefined): Setting => {
+  const bytes = V8Setting.parse(value, -1)
+  return bytes === -1 ? (role === "dev" ? DevDefault : undefined) : bytes
+}
+
+/** Apply the setting to this process (once, at start, before code turns hot). */
+export const limit = (role: string | undefined, env: NodeJS.ProcessEnv = process.env): Setting => {
+  const setting = settingFrom(env["FLEET_V8_INLINING_BUDGET"], role)
+  if (setting === "off") setFlagsFromString("--no-turbo-inlining")
+  else if (setting !== undefined) setFlagsFromString(`--max-inlined-bytecode-size-cumulative=${setting}`)
+  return setting
 }
