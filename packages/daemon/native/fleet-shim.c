@@ -15,9 +15,10 @@
  *     of it, which it reaps when it ends (after the launcher, the host's init does), with stdin
  *     and stderr on /dev/null and stdout the pipe to the box; by FILE's first bytes, one of:
  *     - a container's shim (FILE: MAGIC, "shim", the environment's entries, "", then DIR
- *       [-c CGROUP_PROCS]... [-t HOLDER_PID [-n]] [-w WORKDIR] -- ARGV..., all NUL-terminated),
- *       run as `fleet-shim shim FILE TOKEN ARG`.
- *       Makes DIR's stdout/stderr FIFOs unless they are there and holds them open read-write for
+ *       [-m CGROUP_DIR | -l FILE VALUE]... [-c CGROUP_PROCS]... [-t HOLDER_PID [-n]] [-w WORKDIR]
+ *       -- ARGV..., all NUL-terminated), run as `fleet-shim shim FILE TOKEN ARG`.
+ *       Makes the container's cgroup (-m: a directory, -l: a limit, in order; exit 121 when a
+ *       directory cannot be made), then DIR's stdout/stderr FIFOs unless they are there and holds them open read-write for
  *       life; starts the workload, which joins the cgroups, enters the pod's namespaces (of
  *       HOLDER_PID: pid, ipc, uts, [net with -n], mount), starts a session, restores default
  *       signal dispositions, enters WORKDIR, finds ARGV[0] along the environment's PATH and execs
@@ -317,11 +318,16 @@ static void answer(const char *token, long child) { answer_as(token, self_pid(),
 /* shim                                                                                        */
 
 #define MAX_CGROUPS 16
+#define MAX_STEPS 32
 
 struct shim {
   const char *token, *dir, *workdir;
   const char *cgroups[MAX_CGROUPS];
   int ncgroups;
+  /* Making the container's cgroup first, in order: a directory (value 0), or a setting to write
+     (best effort: a file the kernel lacks is skipped, as the box does). */
+  const char *step_file[MAX_STEPS], *step_value[MAX_STEPS];
+  int nsteps;
   long holder;
   int net;
   char **argv; /* the workload's, NULL-terminated (from the launch file) */
@@ -435,6 +441,17 @@ static int run_shim(struct shim *s) {
      never gets EPIPE while the box is away (output waits in the pipe). */
   if (path_type(out.s) != S_IFIFO && sys4(__NR_mknodat, AT_FDCWD, out.s, S_IFIFO | 0600, 0) < 0) return 120;
   if (path_type(err.s) != S_IFIFO && sys4(__NR_mknodat, AT_FDCWD, err.s, S_IFIFO | 0600, 0) < 0) return 120;
+  /* The container's cgroup, made here rather than by the box: the mkdir may wait on the kernel's
+     cgroup lock, and this process has nothing else to do. */
+  for (int i = 0; i < s->nsteps; i++) {
+    if (s->step_value[i] == 0) {
+      long r = sys3(__NR_mkdirat, AT_FDCWD, s->step_file[i], 0755);
+      if (r < 0 && r != -17 /* EEXIST */) return 121;
+    } else {
+      int fd = open_at(s->step_file[i], O_WRONLY, 0);
+      if (fd >= 0) write_all(fd, s->step_value[i], len(s->step_value[i])), close_fd(fd);
+    }
+  }
   int hold_out = open_at(out.s, O_RDWR, 0);
   int hold_err = open_at(err.s, O_RDWR, 0);
   put(&b, s->dir), put(&b, "/start-error");
@@ -479,7 +496,8 @@ static int run_shim(struct shim *s) {
   return 0;
 }
 
-/* A launch's arguments (after the token): DIR [-c FILE]... [-t HOLDER [-n]] [-w WORKDIR] -- ARGV... */
+/* A launch's arguments (after the token): DIR [-m CGROUP_DIR | -l FILE VALUE]... [-c FILE]... [-t HOLDER [-n]]
+   [-w WORKDIR] -- ARGV... */
 static int parse_shim(struct shim *s, char **args, int n) {
   if (n < 3) return -1;
   s->dir = args[0], s->workdir = "";
@@ -489,6 +507,11 @@ static int parse_shim(struct shim *s, char **args, int n) {
     if (same(a, "-n")) s->net = 1;
     else if (i + 1 >= n) return -1;
     else if (same(a, "-c") && s->ncgroups < MAX_CGROUPS) s->cgroups[s->ncgroups++] = args[++i];
+    else if (same(a, "-m") && s->nsteps < MAX_STEPS) s->step_file[s->nsteps] = args[++i], s->step_value[s->nsteps++] = 0;
+    else if (same(a, "-l") && i + 2 < n && s->nsteps < MAX_STEPS) {
+      s->step_file[s->nsteps] = args[++i];
+      s->step_value[s->nsteps++] = args[++i];
+    }
     else if (same(a, "-w")) s->workdir = args[++i];
     else if (same(a, "-t")) {
       long v = 0;

@@ -11,7 +11,7 @@
  */
 import { createHash } from "node:crypto"
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from "node:fs"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 
 /** Which hierarchy is in use. */
 export type Version = "none" | "v1" | "v2"
@@ -22,6 +22,20 @@ export interface Limits {
   readonly cpuRequestMillis?: number
   readonly memoryBytes?: number
   readonly pids?: number
+}
+
+/**
+ * One step of making a cgroup, in order: make a directory (its parent exists), or write a
+ * setting (best effort, as `create` does: a file the kernel lacks is skipped).
+ */
+export type Step = { readonly mkdir: string } | { readonly write: readonly [file: string, value: string] }
+
+/** Take `steps` here (directories made with their parents). */
+const take = (steps: ReadonlyArray<Step>): void => {
+  for (const s of steps) {
+    if ("mkdir" in s) mkdirSync(s.mkdir, { recursive: true })
+    else write(s.write[0], s.write[1])
+  }
 }
 
 /** One accounting sample. */
@@ -44,6 +58,11 @@ export interface Cgroups {
    * takes the kernel's cgroup lock, and the memory controller's is not cheap).
    */
   readonly create: (path: string, limits: Limits | undefined) => Promise<void>
+  /**
+   * What `create` does for a cgroup whose parent exists (a container's, under its pod's), as
+   * steps for another process to take: the native shim makes its container's cgroup itself.
+   */
+  readonly steps: (path: string, limits: Limits | undefined) => ReadonlyArray<Step>
   /** The `cgroup.procs` files a process writes its pid into to join `path`. */
   readonly procsFiles: (path: string) => ReadonlyArray<string>
   /** The pids in `path` and below. */
@@ -67,6 +86,7 @@ export const none: Cgroups = {
   version: "none",
   limits: { cpu: false, memory: false, pids: false },
   create: async () => undefined,
+  steps: () => [],
   procsFiles: () => [],
   pids: () => [],
   killAll: async () => undefined,
@@ -186,28 +206,31 @@ const v1 = (mounts: Map<string, string>, own: Map<string, string>, base: string)
   const self: Cgroups = {
     version: "v1",
     limits: { cpu: dirs.has("cpu"), memory: dirs.has("memory"), pids: dirs.has("pids") },
-    create: async (path, limits) => {
-      // On this thread: a cgroup's mkdir is a few microseconds of the kernel's, less than a trip
-      // through the thread pool.
-      for (const d of unique()) mkdirSync(join(d, path), { recursive: true })
+    // On this thread: a cgroup's mkdir is a few microseconds of the kernel's, less than a trip
+    // through the thread pool.
+    create: async (path, limits) => take(self.steps(path, limits)),
+    steps: (path, limits) => {
+      const out: Array<Step> = unique().map((d) => ({ mkdir: join(d, path) }))
+      const set = (file: string, value: string) => out.push({ write: [file, value] })
       const mem = dir("memory", path)
       if (mem !== undefined && limits?.memoryBytes !== undefined) {
-        write(join(mem, "memory.limit_in_bytes"), String(Math.floor(limits.memoryBytes)))
-        // Without swap accounting this file is absent; with it, swap must not hide the limit.
-        if (existsSync(join(mem, "memory.memsw.limit_in_bytes")))
-          write(join(mem, "memory.memsw.limit_in_bytes"), String(Math.floor(limits.memoryBytes)))
+        set(join(mem, "memory.limit_in_bytes"), String(Math.floor(limits.memoryBytes)))
+        // Without swap accounting this file is absent (the write is skipped); with it, swap must
+        // not hide the limit.
+        set(join(mem, "memory.memsw.limit_in_bytes"), String(Math.floor(limits.memoryBytes)))
       }
       const cpu = dir("cpu", path)
       if (cpu !== undefined) {
         if (limits?.cpuMillis !== undefined) {
-          write(join(cpu, "cpu.cfs_period_us"), "100000")
-          write(join(cpu, "cpu.cfs_quota_us"), String(Math.max(1000, Math.round(limits.cpuMillis * 100))))
+          set(join(cpu, "cpu.cfs_period_us"), "100000")
+          set(join(cpu, "cpu.cfs_quota_us"), String(Math.max(1000, Math.round(limits.cpuMillis * 100))))
         }
         if (limits?.cpuRequestMillis !== undefined)
-          write(join(cpu, "cpu.shares"), String(Math.max(2, Math.round((limits.cpuRequestMillis * 1024) / 1000))))
+          set(join(cpu, "cpu.shares"), String(Math.max(2, Math.round((limits.cpuRequestMillis * 1024) / 1000))))
       }
       const pids = dir("pids", path)
-      if (pids !== undefined && limits?.pids !== undefined) write(join(pids, "pids.max"), String(limits.pids))
+      if (pids !== undefined && limits?.pids !== undefined) set(join(pids, "pids.max"), String(limits.pids))
+      return out
     },
     procsFiles: (path) => unique().map((d) => join(d, path, "cgroup.procs")),
     pids: (path) => pidsIn(join(anchor(), path)),
@@ -302,29 +325,37 @@ const v2 = (mountPoint: string, own: string, base: string): Cgroups | undefined 
     walk(d)
     return out
   }
-  return {
+  const self: Cgroups = {
     version: "v2",
     limits: { cpu: wanted.includes("cpu"), memory: wanted.includes("memory"), pids: wanted.includes("pids") },
     create: async (path, limits) => {
       // Every level but the leaf passes the controllers down.
       const parts = path.split("/")
       let d = root
-      for (const [i, part] of parts.entries()) {
+      for (const part of parts.slice(0, -1)) {
         d = join(d, part)
         mkdirSync(d, { recursive: true })
-        if (i < parts.length - 1) enable(d)
       }
+      take(self.steps(path, limits))
+    },
+    steps: (path, limits) => {
+      const parent = join(root, dirname(path))
+      const d = join(root, path)
+      const out: Array<Step> = []
+      const set = (file: string, value: string) => out.push({ write: [file, value] })
+      if (parent !== root) set(join(parent, "cgroup.subtree_control"), wanted.map((c) => `+${c}`).join(" "))
+      out.push({ mkdir: d })
       if (limits?.memoryBytes !== undefined) {
-        write(join(d, "memory.max"), String(Math.floor(limits.memoryBytes)))
-        write(join(d, "memory.swap.max"), "0")
+        set(join(d, "memory.max"), String(Math.floor(limits.memoryBytes)))
+        set(join(d, "memory.swap.max"), "0")
       }
-      if (limits?.cpuMillis !== undefined)
-        write(join(d, "cpu.max"), `${Math.max(1000, Math.round(limits.cpuMillis * 100))} 100000`)
+      if (limits?.cpuMillis !== undefined) set(join(d, "cpu.max"), `${Math.max(1000, Math.round(limits.cpuMillis * 100))} 100000`)
       if (limits?.cpuRequestMillis !== undefined) {
         const shares = Math.max(2, Math.round((limits.cpuRequestMillis * 1024) / 1000))
-        write(join(d, "cpu.weight"), String(Math.min(10000, 1 + Math.round(((shares - 2) * 9999) / 262142))))
+        set(join(d, "cpu.weight"), String(Math.min(10000, 1 + Math.round(((shares - 2) * 9999) / 262142))))
       }
-      if (limits?.pids !== undefined) write(join(d, "pids.max"), String(limits.pids))
+      if (limits?.pids !== undefined) set(join(d, "pids.max"), String(limits.pids))
+      return out
     },
     procsFiles: (path) => [join(root, path, "cgroup.procs")],
     pids: (path) => pidsIn(join(root, path)),
@@ -369,4 +400,5 @@ const v2 = (mountPoint: string, own: string, base: string): Cgroups | undefined 
       if (pidsIn(root).length === 0) removeTree(root)
     }
   }
+  return self
 }

@@ -1024,6 +1024,12 @@ export class ProcessDriver {
       throw invalid(`sandbox ${sb.id} is not ready: its namespaces are gone`)
     const dir = this.shimDir(rec)
     const path = `${sb.id}/${rec.id}`
+    const ctx: Shim.Context = { holderPid: sb.holder?.pid, net: sb.network !== undefined, user: spec.user }
+    // The native shim makes the container's cgroup itself, off this thread: a cgroup's mkdir
+    // waits on the kernel's cgroup lock, which every process joining a cgroup holds for an RCU
+    // grace period, so in a burst of starts the box's thread would stand still in mkdir.
+    const native = Shim.nativeFits(this.tools, { ctx })
+    let cgroupSteps: ReadonlyArray<Cgroups.Step> = []
     if (this.cg.version !== "none") {
       // The pod's cgroup again too when this box adopted the pod: a closing box may have
       // released it while it was empty.
@@ -1031,12 +1037,12 @@ export class ProcessDriver {
         await this.cg.create(sb.id, sb.spec.resources)
         this.podCgroups.add(sb.id)
       }
-      await this.cg.create(path, spec.resources)
+      if (native) cgroupSteps = this.cg.steps(path, spec.resources)
+      else await this.cg.create(path, spec.resources)
       rec.cgroup = true
     }
     await this.bindMounts(sb, spec.mounts ?? [])
     const env: Record<string, string> = { PATH: defaultPath, ...spec.env }
-    const ctx: Shim.Context = { holderPid: sb.holder?.pid, net: sb.network !== undefined, user: spec.user }
     const file = this.launchDir === undefined ? join(dir, "launch") : join(this.launchDir, `${rec.id}.launch`)
     await this.fifos?.take(dir)
     // FIFOs from the pool are there before the shim: read them from now on, so the output of a
@@ -1051,7 +1057,8 @@ export class ProcessDriver {
       workingDir: spec.workingDir ?? "",
       argv: [...spec.command, ...(spec.args ?? [])],
       env,
-      cgroupFiles: rec.cgroup ? this.cg.procsFiles(path) : []
+      cgroupFiles: rec.cgroup ? this.cg.procsFiles(path) : [],
+      cgroupSteps
     }
     // The native shim is the workload's parent even in a pod; nsenter is between them otherwise.
     const throughNsenter = sb.holder !== undefined && !Shim.nativeFits(this.tools, workload)

@@ -31,6 +31,7 @@
  * `StartError`, not an ordinary exit 127. A container that runs as another user instead ends its
  * chain with `setpriv` and **stage 2**, an `sh` that makes those checks as that user.
  */
+import type * as Cgroups from "./Cgroups.js"
 import { quote } from "./Launcher.js"
 
 /**
@@ -177,13 +178,18 @@ export interface Workload {
   readonly env: Readonly<Record<string, string>>
   /** The `cgroup.procs` files the workload joins before it execs (none without cgroups). */
   readonly cgroupFiles: ReadonlyArray<string>
+  /**
+   * Making the container's cgroup, for the native shim to do before the workload joins it
+   * (Cgroups.steps); the box made it already otherwise.
+   */
+  readonly cgroupSteps?: ReadonlyArray<Cgroups.Step>
 }
 
 /**
  * Does the native shim start this workload? It does unless the container runs as another user:
  * stage 2 then checks the command as that user.
  */
-export const nativeFits = (tools: Tools, workload: Workload): boolean => tools.native !== undefined && workload.ctx.user === undefined
+export const nativeFits = (tools: Tools, workload: Pick<Workload, "ctx">): boolean => tools.native !== undefined && workload.ctx.user === undefined
 
 /** How a native launch file begins (native/fleet-shim.c); the native launcher sources anything else with sh. */
 export const nativeMagic = "fleet-shim-launch 1\n"
@@ -192,12 +198,14 @@ export const nativeMagic = "fleet-shim-launch 1\n"
 const nulTerminated = (fields: ReadonlyArray<string>): string => fields.map((f) => `${f}\0`).join("")
 
 /**
- * The native launch of a container: "shim", the environment's entries, "", then DIR [-c FILE]...
- * [-t HOLDER [-n]] [-w WORKDIR] -- ARGV... (native/fleet-shim.c).
+ * The native launch of a container: "shim", the environment's entries, "", then DIR
+ * [-m CGROUP_DIR | -l FILE VALUE]... [-c FILE]... [-t HOLDER [-n]] [-w WORKDIR] -- ARGV...
+ * (native/fleet-shim.c).
  */
 const nativeLaunch = (dir: string, workload: Workload): string => {
   const { ctx, workingDir, argv } = workload
-  const args = [dir, ...workload.cgroupFiles.flatMap((f) => ["-c", f])]
+  const steps = (workload.cgroupSteps ?? []).flatMap((s) => ("mkdir" in s ? ["-m", s.mkdir] : ["-l", s.write[0], s.write[1]]))
+  const args = [dir, ...steps, ...workload.cgroupFiles.flatMap((f) => ["-c", f])]
   if (ctx.holderPid !== undefined) args.push("-t", String(ctx.holderPid), ...(ctx.net === true ? ["-n"] : []))
   if (workingDir !== "") args.push("-w", workingDir)
   const env = Object.entries(workload.env).map(([k, v]) => `${k}=${v}`)
