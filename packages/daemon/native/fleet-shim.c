@@ -27,7 +27,8 @@
  *       writes DIR/exit (its code, or 128 + the signal). Unlike sh + nsenter, the workload is the
  *       shim's own child even in a pod: the shim joins the pod's pid namespace for its children
  *       only (setns), so no process sits between them.
- *     - a pod's holder (FILE: MAGIC, "holder", "net" or "", HOSTNAME or "" for ARG), run as
+ *     - a pod's holder (FILE: MAGIC, "holder", "net" or "", HOSTNAME or "" for ARG, then -m and
+ *       -l steps making the pod's cgroup, as the shim's), run as
  *       `fleet-shim holder FILE TOKEN ARG`: the launcher starts it in new namespaces (pid, mount,
  *       uts, ipc [, net]), as `unshare --pid --fork --mount --uts --ipc [--net] --mount-proc
  *       --propagation private` would, but with no process left waiting between: it is pid 1
@@ -320,14 +321,61 @@ static void answer(const char *token, long child) { answer_as(token, self_pid(),
 #define MAX_CGROUPS 16
 #define MAX_STEPS 32
 
+/* Making a cgroup (Cgroups.steps in the box), in order: a directory (-m DIR, value 0), or a
+   setting to write (-l FILE VALUE; best effort: a file the kernel lacks is skipped, as the box
+   does). The box's thread would otherwise wait in mkdir on the kernel's cgroup lock. */
+struct steps {
+  const char *file[MAX_STEPS], *value[MAX_STEPS];
+  int n;
+};
+
+/* Take args[*i] (and what follows) as a step if it is one; moves *i past it. */
+static int parse_step(struct steps *st, char **args, int *i, int n) {
+  if (same(args[*i], "-m") && *i + 1 < n && st->n < MAX_STEPS) {
+    st->file[st->n] = args[++*i], st->value[st->n++] = 0;
+    return 1;
+  }
+  if (same(args[*i], "-l") && *i + 2 < n && st->n < MAX_STEPS) {
+    st->file[st->n] = args[++*i], st->value[st->n++] = args[++*i];
+    return 1;
+  }
+  return 0;
+}
+
+/* mkdir -p: the directory and any missing parent (the box's own cgroup is made on first use). */
+static int make_dirs(const char *path) {
+  long r = sys3(__NR_mkdirat, AT_FDCWD, path, 0755);
+  if (r == 0 || r == -17 /* EEXIST */) return 0;
+  if (r != -ENOENT) return -1;
+  struct buf parent = {0};
+  put(&parent, path);
+  size_t end = parent.n;
+  while (end > 1 && parent.s[end - 1] != '/') end--;
+  if (end <= 1 || parent.over) return -1;
+  parent.s[end - 1] = 0;
+  if (make_dirs(parent.s) < 0) return -1;
+  r = sys3(__NR_mkdirat, AT_FDCWD, path, 0755);
+  return r == 0 || r == -17 ? 0 : -1;
+}
+
+/* 0, or -1 when a directory could not be made. */
+static int run_steps(const struct steps *st) {
+  for (int i = 0; i < st->n; i++) {
+    if (st->value[i] == 0) {
+      if (make_dirs(st->file[i]) < 0) return -1;
+    } else {
+      int fd = open_at(st->file[i], O_WRONLY, 0);
+      if (fd >= 0) write_all(fd, st->value[i], len(st->value[i])), close_fd(fd);
+    }
+  }
+  return 0;
+}
+
 struct shim {
   const char *token, *dir, *workdir;
   const char *cgroups[MAX_CGROUPS];
   int ncgroups;
-  /* Making the container's cgroup first, in order: a directory (value 0), or a setting to write
-     (best effort: a file the kernel lacks is skipped, as the box does). */
-  const char *step_file[MAX_STEPS], *step_value[MAX_STEPS];
-  int nsteps;
+  struct steps steps; /* the container's cgroup, made first */
   long holder;
   int net;
   char **argv; /* the workload's, NULL-terminated (from the launch file) */
@@ -441,17 +489,7 @@ static int run_shim(struct shim *s) {
      never gets EPIPE while the box is away (output waits in the pipe). */
   if (path_type(out.s) != S_IFIFO && sys4(__NR_mknodat, AT_FDCWD, out.s, S_IFIFO | 0600, 0) < 0) return 120;
   if (path_type(err.s) != S_IFIFO && sys4(__NR_mknodat, AT_FDCWD, err.s, S_IFIFO | 0600, 0) < 0) return 120;
-  /* The container's cgroup, made here rather than by the box: the mkdir may wait on the kernel's
-     cgroup lock, and this process has nothing else to do. */
-  for (int i = 0; i < s->nsteps; i++) {
-    if (s->step_value[i] == 0) {
-      long r = sys3(__NR_mkdirat, AT_FDCWD, s->step_file[i], 0755);
-      if (r < 0 && r != -17 /* EEXIST */) return 121;
-    } else {
-      int fd = open_at(s->step_file[i], O_WRONLY, 0);
-      if (fd >= 0) write_all(fd, s->step_value[i], len(s->step_value[i])), close_fd(fd);
-    }
-  }
+  if (run_steps(&s->steps) < 0) return 121;
   int hold_out = open_at(out.s, O_RDWR, 0);
   int hold_err = open_at(err.s, O_RDWR, 0);
   put(&b, s->dir), put(&b, "/start-error");
@@ -507,11 +545,7 @@ static int parse_shim(struct shim *s, char **args, int n) {
     if (same(a, "-n")) s->net = 1;
     else if (i + 1 >= n) return -1;
     else if (same(a, "-c") && s->ncgroups < MAX_CGROUPS) s->cgroups[s->ncgroups++] = args[++i];
-    else if (same(a, "-m") && s->nsteps < MAX_STEPS) s->step_file[s->nsteps] = args[++i], s->step_value[s->nsteps++] = 0;
-    else if (same(a, "-l") && i + 2 < n && s->nsteps < MAX_STEPS) {
-      s->step_file[s->nsteps] = args[++i];
-      s->step_value[s->nsteps++] = args[++i];
-    }
+    else if (parse_step(&s->steps, args, &i, n)) continue;
     else if (same(a, "-w")) s->workdir = args[++i];
     else if (same(a, "-t")) {
       long v = 0;
@@ -533,14 +567,14 @@ static int parse_shim(struct shim *s, char **args, int n) {
  * then reaps whatever is handed to it, forever. No process waits for it, as `unshare --fork`
  * would: it answers its own host pid as both the namespaces' maker and their holder.
  */
-static int run_holder(const char *token, const char *hostname) {
+static int run_holder(const char *token, const char *hostname, const struct steps *cgroup) {
   /* Its pid on the host: /proc is still the host's until its own is mounted over it. */
   char self[24];
   long n = sys4(__NR_readlinkat, AT_FDCWD, "/proc/self", self, sizeof self - 1);
   long pid = 0;
   for (long i = 0; i < n && self[i] >= '0' && self[i] <= '9'; i++) pid = pid * 10 + (self[i] - '0');
   /* Nothing mounted in the pod propagates back to the host. */
-  if (pid <= 0 || self_pid() != 1 || sys5(__NR_mount, "none", "/", 0, MS_REC | MS_PRIVATE, 0) < 0 ||
+  if (pid <= 0 || self_pid() != 1 || run_steps(cgroup) < 0 || sys5(__NR_mount, "none", "/", 0, MS_REC | MS_PRIVATE, 0) < 0 ||
       sys5(__NR_mount, "proc", "/proc", "proc", MS_NOSUID | MS_NOEXEC | MS_NODEV, 0) < 0) {
     answer_as(token, pid, 0);
     return 1;
@@ -636,15 +670,18 @@ static int shim_role(const char *file, const char *token) {
 }
 
 /* `fleet-shim holder FILE TOKEN ARG`: a pod's pid 1 ("holder", "net" or "", HOSTNAME or ""
-   for ARG). */
+   for ARG, then the steps making the pod's cgroup: -m DIR, -l FILE VALUE). */
 static int holder_role(const char *file, const char *token, const char *arg) {
   int n = 0;
   char **f = native_file(file, &n);
-  if (f == 0 || !same(f[0], "holder") || n < 3) {
+  static struct steps cgroup;
+  int ok = f != 0 && same(f[0], "holder") && n >= 3;
+  for (int i = 3; ok && i < n; i++) ok = parse_step(&cgroup, f, &i, n);
+  if (!ok) {
     answer_as(token, 0, 0);
     return 2;
   }
-  return run_holder(token, f[2][0] ? f[2] : arg);
+  return run_holder(token, f[2][0] ? f[2] : arg, &cgroup);
 }
 
 enum kind { SH, SHIM, HOLDER };

@@ -766,11 +766,14 @@ export class ProcessDriver {
     // Claimed before the first await, so a concurrent create for the same pod sees it.
     this.sandboxes.set(rec.id, rec)
     try {
+      // A native holder makes its pod's cgroup itself, off this thread, as the native shim makes
+      // its container's (see launch).
+      const steps = this.cg.version !== "none" && this.isolated && this.tools.native !== undefined ? this.cg.steps(rec.id, spec.resources) : []
       if (this.cg.version !== "none") {
-        await this.cg.create(rec.id, spec.resources)
+        if (steps.length === 0) await this.cg.create(rec.id, spec.resources)
         this.podCgroups.add(rec.id)
       }
-      if (this.isolated) rec.holder = await this.startHolder(rec.id, (spec.hostname ?? spec.name).slice(0, 63), podNetwork)
+      if (this.isolated) rec.holder = await this.startHolder(rec.id, (spec.hostname ?? spec.name).slice(0, 63), podNetwork, steps)
       if (podNetwork) await this.connect(rec, spec.podCidr!)
       await this.saveSandbox(rec)
     } catch (e) {
@@ -846,12 +849,13 @@ export class ProcessDriver {
     return file
   }
 
-  private async startHolder(id: string, hostname: string, net = false): Promise<NonNullable<SandboxRecord["holder"]>> {
+  private async startHolder(id: string, hostname: string, net = false, steps: ReadonlyArray<Cgroups.Step> = []): Promise<NonNullable<SandboxRecord["holder"]>> {
     let answer: Array<string> | undefined
-    if (Shim.plainHostname(hostname)) answer = await this.launcher.run(this.holderLaunchFile(net), hostname)
+    // One launch file serves every pod, unless the pod's file must name its hostname or its cgroup.
+    if (Shim.plainHostname(hostname) && steps.length === 0) answer = await this.launcher.run(this.holderLaunchFile(net), hostname)
     else {
       const file = join(this.launchDir ?? join(this.dataDir, "sandboxes"), `${id}.launch`)
-      writeFileSync(file, Shim.holderFile(this.tools, () => this.idleFifo(), net, hostname), { mode: 0o600 })
+      writeFileSync(file, Shim.holderFile(this.tools, () => this.idleFifo(), net, hostname, steps), { mode: 0o600 })
       answer = await this.launcher.run(file)
       rmSync(file, { force: true })
     }

@@ -194,6 +194,10 @@ export const nativeFits = (tools: Tools, workload: Pick<Workload, "ctx">): boole
 /** How a native launch file begins (native/fleet-shim.c); the native launcher sources anything else with sh. */
 export const nativeMagic = "fleet-shim-launch 1\n"
 
+/** Cgroup steps as the native shim's and holder's arguments: `-m DIR`, `-l FILE VALUE`. */
+const stepArgs = (steps: ReadonlyArray<Cgroups.Step>): Array<string> =>
+  steps.flatMap((s) => ("mkdir" in s ? ["-m", s.mkdir] : ["-l", s.write[0], s.write[1]]))
+
 /** NUL-terminated strings, as a native launch file holds them. */
 const nulTerminated = (fields: ReadonlyArray<string>): string => fields.map((f) => `${f}\0`).join("")
 
@@ -204,8 +208,7 @@ const nulTerminated = (fields: ReadonlyArray<string>): string => fields.map((f) 
  */
 const nativeLaunch = (dir: string, workload: Workload): string => {
   const { ctx, workingDir, argv } = workload
-  const steps = (workload.cgroupSteps ?? []).flatMap((s) => ("mkdir" in s ? ["-m", s.mkdir] : ["-l", s.write[0], s.write[1]]))
-  const args = [dir, ...steps, ...workload.cgroupFiles.flatMap((f) => ["-c", f])]
+  const args = [dir, ...stepArgs(workload.cgroupSteps ?? []), ...workload.cgroupFiles.flatMap((f) => ["-c", f])]
   if (ctx.holderPid !== undefined) args.push("-t", String(ctx.holderPid), ...(ctx.net === true ? ["-n"] : []))
   if (workingDir !== "") args.push("-w", workingDir)
   const env = Object.entries(workload.env).map(([k, v]) => `${k}=${v}`)
@@ -254,8 +257,8 @@ export const launchFile = (tools: Tools, dir: string, workload: Workload): strin
  * fd 3 (see holderScript). With `hostname`, the file names it itself (one not fit to pass as an
  * argument), and one file serves every pod otherwise.
  */
-export const holderFile = (tools: Tools, idle: () => string, net = false, hostname?: string): string => {
-  if (tools.native !== undefined) return nativeMagic + nulTerminated(["holder", net ? "net" : "", hostname ?? ""])
+export const holderFile = (tools: Tools, idle: () => string, net = false, hostname?: string, steps: ReadonlyArray<Cgroups.Step> = []): string => {
+  if (tools.native !== undefined) return nativeMagic + nulTerminated(["holder", net ? "net" : "", hostname ?? "", ...stepArgs(steps)])
   const name = hostname === undefined ? '"$2"' : quote(hostname)
   const argv = [tools.unshare ?? "unshare", ...holderArgv(tools, "", net).slice(0, -1)].map(quote)
   return [

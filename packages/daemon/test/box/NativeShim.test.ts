@@ -70,6 +70,22 @@ describe("Shim.launchFile: the native shim or the sh chain", () => {
     expect(plain.slice(plain.indexOf("") + 1)).toEqual(["/run/c1", "--", "sleep", "3600"])
   })
 
+  it("passes the steps making the container's cgroup, in order, before the cgroups to join", () => {
+    const steps = [{ mkdir: "/sys/fs/cgroup/memory/fleet/p/c" }, { write: ["/sys/fs/cgroup/memory/fleet/p/c/memory.limit_in_bytes", "67108864"] as const }]
+    const f = fields(Shim.launchFile(tools, "/run/c1", workload({ cgroupSteps: steps })))
+    expect(f.slice(f.indexOf("") + 1, f.indexOf("-t"))).toEqual([
+      "/run/c1",
+      "-m",
+      "/sys/fs/cgroup/memory/fleet/p/c",
+      "-l",
+      "/sys/fs/cgroup/memory/fleet/p/c/memory.limit_in_bytes",
+      "67108864",
+      "-c",
+      "/sys/fs/cgroup/memory/fleet/p/c/cgroup.procs"
+    ])
+    expect(fields(Shim.holderFile(tools, () => "/run/idle.fifo", false, "web", [steps[0]!]))).toEqual(["holder", "", "web", "-m", "/sys/fs/cgroup/memory/fleet/p/c"])
+  })
+
   it("the sh chain gets the cgroups in FLEET_SHIM_CGROUPS", () => {
     const text = Shim.launchFile({ ...tools, native: undefined }, "/run/c1", workload())
     expect(text).toContain(`export FLEET_SHIM_CGROUPS='/sys/fs/cgroup/memory/fleet/p/c/cgroup.procs'`)
