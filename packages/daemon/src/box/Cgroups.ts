@@ -25,7 +25,7 @@ export interface Limits {
 }
 
 /**
- * One step of making a cgroup, in order: make a directory (its parent exists), or write a
+ * One step of making a cgroup, in order: make a directory (with any missing parent), or write a
  * setting (best effort, as `create` does: a file the kernel lacks is skipped).
  */
 export type Step = { readonly mkdir: string } | { readonly write: readonly [file: string, value: string] }
@@ -54,13 +54,13 @@ export interface Cgroups {
   readonly limits: { readonly cpu: boolean; readonly memory: boolean; readonly pids: boolean }
   /**
    * Create a cgroup (and its parents) at `path` (`<sandbox>` or `<sandbox>/<container>`), with
-   * limits. Off the event loop: a cgroup's directories are made in the thread pool (making one
-   * takes the kernel's cgroup lock, and the memory controller's is not cheap).
+   * limits, on the caller's thread.
    */
   readonly create: (path: string, limits: Limits | undefined) => Promise<void>
   /**
-   * What `create` does for a cgroup whose parent exists (a container's, under its pod's), as
-   * steps for another process to take: the native shim makes its container's cgroup itself.
+   * What `create` does, as steps for another process to take (its pod's existing parent levels
+   * aside): the native holder makes its pod's cgroup and the native shim its container's, off the
+   * box's thread, whose mkdirs would wait on the kernel's cgroup lock.
    */
   readonly steps: (path: string, limits: Limits | undefined) => ReadonlyArray<Step>
   /** The `cgroup.procs` files a process writes its pid into to join `path`. */
