@@ -18,12 +18,12 @@
  *       [-m CGROUP_DIR | -l FILE VALUE]... [-c CGROUP_PROCS]... [-t HOLDER_PID [-n]] [-w WORKDIR]
  *       -- ARGV..., all NUL-terminated), run as `fleet-shim shim FILE TOKEN ARG`.
  *       Makes the container's cgroup (-m: a directory, -l: a limit, in order; exit 121 when a
- *       directory cannot be made), then DIR's stdout/stderr FIFOs unless they are there and holds them open read-write for
- *       life; starts the workload, which joins the cgroups, enters the pod's namespaces (of
- *       HOLDER_PID: pid, ipc, uts, [net with -n], mount), starts a session, restores default
- *       signal dispositions, enters WORKDIR, finds ARGV[0] along the environment's PATH and execs
- *       it, reporting a failure in DIR/start-error (exit 128); writes DIR/pid ("<shim pid>
- *       <workload pid>"), answers "TOKEN <shim pid> <workload pid>", and when the workload ends
+ *       directory cannot be made), then DIR's stdout/stderr FIFOs unless they are there, and
+ *       holds them open read-write for life; starts the workload, which joins the cgroups,
+ *       enters the pod's namespaces (of HOLDER_PID: pid, ipc, uts, [net with -n], mount), starts
+ *       a session, restores default signal dispositions, enters WORKDIR, finds ARGV[0] along the
+ *       environment's PATH and execs it, reporting a failure in DIR/start-error (exit 128);
+ *       writes DIR/pid ("<shim pid> <workload pid>"), answers "TOKEN <shim pid> <workload pid>", and when the workload ends
  *       writes DIR/exit (its code, or 128 + the signal). Unlike sh + nsenter, the workload is the
  *       shim's own child even in a pod: the shim joins the pod's pid namespace for its children
  *       only (setns), so no process sits between them.
@@ -534,8 +534,8 @@ static int run_shim(struct shim *s) {
   return 0;
 }
 
-/* A launch's arguments (after the token): DIR [-m CGROUP_DIR | -l FILE VALUE]... [-c FILE]... [-t HOLDER [-n]]
-   [-w WORKDIR] -- ARGV... */
+/* A launch's arguments (after the token):
+   DIR [-m CGROUP_DIR | -l FILE VALUE]... [-c FILE]... [-t HOLDER [-n]] [-w WORKDIR] -- ARGV... */
 static int parse_shim(struct shim *s, char **args, int n) {
   if (n < 3) return -1;
   s->dir = args[0], s->workdir = "";
@@ -574,7 +574,8 @@ static int run_holder(const char *token, const char *hostname, const struct step
   long pid = 0;
   for (long i = 0; i < n && self[i] >= '0' && self[i] <= '9'; i++) pid = pid * 10 + (self[i] - '0');
   /* Nothing mounted in the pod propagates back to the host. */
-  if (pid <= 0 || self_pid() != 1 || run_steps(cgroup) < 0 || sys5(__NR_mount, "none", "/", 0, MS_REC | MS_PRIVATE, 0) < 0 ||
+  if (pid <= 0 || self_pid() != 1 || run_steps(cgroup) < 0 ||
+      sys5(__NR_mount, "none", "/", 0, MS_REC | MS_PRIVATE, 0) < 0 ||
       sys5(__NR_mount, "proc", "/proc", "proc", MS_NOSUID | MS_NOEXEC | MS_NODEV, 0) < 0) {
     answer_as(token, pid, 0);
     return 1;
@@ -730,7 +731,8 @@ static int start_one(void *p) {
     char *argv[] = {"sh", "-c", ". \"$0\"", (char *)st->file, (char *)st->token, (char *)st->arg, 0};
     sys3(__NR_execve, st->sh, argv, envp);
   } else {
-    char *argv[] = {"fleet-shim", st->kind == HOLDER ? "holder" : "shim", (char *)st->file, (char *)st->token, (char *)st->arg, 0};
+    char *role = st->kind == HOLDER ? "holder" : "shim";
+    char *argv[] = {"fleet-shim", role, (char *)st->file, (char *)st->token, (char *)st->arg, 0};
     sys3(__NR_execve, st->self, argv, envp);
   }
   return 127;
