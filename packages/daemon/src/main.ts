@@ -2,6 +2,7 @@
 /**
  * `koder-fleet`: the process entry point. Parses the role and hands over to its wiring.
  */
+import * as EventLoopScheduler from "./internal/EventLoopScheduler.js"
 import * as HeapGrowth from "./observability/HeapGrowth.js"
 import * as InliningBudget from "./observability/InliningBudget.js"
 import * as Logging from "./observability/Logging.js"
@@ -22,6 +23,8 @@ const usage = () =>
   ].join("\n")
 
 HeapGrowth.limit()
+// Before any fiber runs: every fiber of the process lets the event loop run between slices.
+EventLoopScheduler.install()
 const [command, ...given] = process.argv.slice(2)
 InliningBudget.limit(command)
 // The log flags apply to every role: taken off here, the role parses the rest.

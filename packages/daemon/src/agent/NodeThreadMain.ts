@@ -10,6 +10,7 @@ import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { parentPort, type MessagePort } from "node:worker_threads"
 import * as Box from "../box/Box.js"
+import * as EventLoopScheduler from "../internal/EventLoopScheduler.js"
 import * as PortTransport from "../internal/PortTransport.js"
 import * as Logging from "../observability/Logging.js"
 import * as AgentProcess from "./AgentProcess.js"
@@ -23,6 +24,8 @@ try {
   // Not Linux, or no /proc: the name is only a convenience.
 }
 
+// This thread's fibers, like the main thread's, leave the event loop a turn every few milliseconds.
+EventLoopScheduler.install()
 const control = parentPort!
 const post = (message: FromWorker) => control.postMessage(message)
 // The modules are loaded (the imports above): wait for what to run.

@@ -1,0 +1,45 @@
+import { Effect, Fiber } from "effect"
+import { describe, expect, it } from "vitest"
+import * as EventLoopScheduler from "../../src/internal/EventLoopScheduler.js"
+
+/** Fiber work that never waits on I/O: it only yields to the scheduler. */
+const busy = (until: () => boolean) =>
+  Effect.gen(function* () {
+    let spins = 0
+    while (!until()) {
+      spins++
+      yield* Effect.yieldNow()
+    }
+    return spins
+  })
+
+describe("EventLoopScheduler: fibers leave the event loop a turn", () => {
+  /** How many times a busy fiber yields before an I/O callback (setImmediate) gets to run. */
+  const spinsBeforeIo = (run: <A>(effect: Effect.Effect<A>) => Promise<A>) => {
+    let ran = false
+    setImmediate(() => (ran = true))
+    return run(busy(() => ran))
+  }
+
+  it("a busy fiber lets an I/O callback run once its slice is over; Effect's default lets it wait 2,048 drains", async () => {
+    // A zero slice ends at every drain, so the count does not depend on the machine's speed.
+    const scheduler = EventLoopScheduler.make(0)
+    expect(await spinsBeforeIo((e) => Effect.runPromise(Effect.withScheduler(e, scheduler)))).toBeLessThanOrEqual(3)
+    expect(await spinsBeforeIo((e) => Effect.runPromise(e))).toBeGreaterThanOrEqual(1_000)
+  })
+
+  it("runs every fiber's work, in order of priority, and finishes when the work does", async () => {
+    const scheduler = EventLoopScheduler.make(5)
+    const order: Array<string> = []
+    const program = Effect.gen(function* () {
+      const a = yield* Effect.fork(Effect.forEach([1, 2, 3], (i) => Effect.sync(() => order.push(`a${i}`)).pipe(Effect.zipLeft(Effect.yieldNow()))))
+      const b = yield* Effect.fork(Effect.forEach([1, 2, 3], (i) => Effect.sync(() => order.push(`b${i}`)).pipe(Effect.zipLeft(Effect.yieldNow()))))
+      yield* Fiber.join(a)
+      yield* Fiber.join(b)
+      return order.length
+    })
+    expect(await Effect.runPromise(Effect.withScheduler(program, scheduler))).toBe(6)
+    // Both fibers advanced in turns on the one queue.
+    expect(order.indexOf("b1")).toBeLessThan(order.indexOf("a3"))
+  })
+})
