@@ -142,7 +142,7 @@ static long self_pid(void) { return sys0(__NR_getpid); }
  * (CLONE_NEW*). Its pid, or a negative errno. On x86_64 the child borrows this process's memory
  * until it execs (clone with CLONE_VM | CLONE_VFORK, on a stack of its own, this process waiting
  * meanwhile), so no page table is copied and none torn down at its exec: on the hypervisors
- * Fleet runs on, a fork of even this small program costs 0.6-0.9 ms of CPU and this about
+ * Fleet runs on, a fork of a small static program costs 0.6-0.8 ms of CPU and this about
  * 0.05 ms. So fn may write only its own stack, and must not return into anything (it exits with
  * fn's value). Elsewhere it is a fork.
  */

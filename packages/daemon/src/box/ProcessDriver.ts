@@ -768,9 +768,10 @@ export class ProcessDriver {
     try {
       // A native holder makes its pod's cgroup itself, off this thread, as the native shim makes
       // its container's (see launch).
-      const steps = this.cg.version !== "none" && this.isolated && this.tools.native !== undefined ? this.cg.steps(rec.id, spec.resources) : []
+      let steps: ReadonlyArray<Cgroups.Step> = []
       if (this.cg.version !== "none") {
-        if (steps.length === 0) await this.cg.create(rec.id, spec.resources)
+        if (this.isolated && this.tools.native !== undefined) steps = this.cg.steps(rec.id, spec.resources)
+        else await this.cg.create(rec.id, spec.resources)
         this.podCgroups.add(rec.id)
       }
       if (this.isolated) rec.holder = await this.startHolder(rec.id, (spec.hostname ?? spec.name).slice(0, 63), podNetwork, steps)
@@ -1065,7 +1066,7 @@ export class ProcessDriver {
       cgroupSteps
     }
     // The native shim is the workload's parent even in a pod; nsenter is between them otherwise.
-    const throughNsenter = sb.holder !== undefined && !Shim.nativeFits(this.tools, workload)
+    const throughNsenter = sb.holder !== undefined && !native
     writeFileSync(file, Shim.launchFile(this.tools, dir, workload), { mode: 0o600 })
     // Recorded before the launch: a box that dies right here finds the shim through its pid file.
     rec.status = { state: "running", startedAt: now() }

@@ -10,7 +10,7 @@
  *
  * In the agent benchmark (a 2-core VM, 14 interleaved pairs against Effect's default with slices
  * of 2–20 ms), the burst's p99 was lower in 11 and the create call's p99 fell from 630–970 ms to
- * 410–570 ms with a 10 ms slice; the main thread's CPU per burst was within the noise or higher.
+ * 460–570 ms with a 10 ms slice; the main thread's CPU per burst was within the noise or higher.
  */
 import { Scheduler } from "effect"
 

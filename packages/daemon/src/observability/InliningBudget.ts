@@ -12,7 +12,7 @@
  * two interleaved A/Bs of 3–4 runs a side on a 2-core VM measured V8's helper threads at 30% and
  * 12% less CPU and the first burst's p99 about 20% and 8% lower. Turning inlining off went further:
  * in 7 interleaved pairs against the budget of 250 (a slower 2-core VM), V8's helper threads used
- * 60–320 ms less CPU per burst in all 7 and the burst's p99 was lower in 5; a main thread's CPU
+ * 40–320 ms less CPU per burst in all 7 and the burst's p99 was lower in 5; a main thread's CPU
  * per burst stayed within the noise. The other roles keep V8's inlining until the API and
  * scheduler benchmarks say otherwise: their hot loops run for hours, not for a burst.
  *

@@ -28,7 +28,7 @@ describe("EventLoopScheduler: fibers leave the event loop a turn", () => {
     expect(await spinsBeforeIo((e) => Effect.runPromise(e))).toBeGreaterThanOrEqual(1_000)
   })
 
-  it("runs every fiber's work, in order of priority, and finishes when the work does", async () => {
+  it("runs every fiber's work to its end, the fibers taking turns", async () => {
     const scheduler = EventLoopScheduler.make(5)
     const order: Array<string> = []
     const program = Effect.gen(function* () {
@@ -39,7 +39,7 @@ describe("EventLoopScheduler: fibers leave the event loop a turn", () => {
       return order.length
     })
     expect(await Effect.runPromise(Effect.withScheduler(program, scheduler))).toBe(6)
-    // Both fibers advanced in turns on the one queue.
+    // Both fibers advanced in turns: one does not run to its end before the other starts.
     expect(order.indexOf("b1")).toBeLessThan(order.indexOf("a3"))
   })
 })
