@@ -92,6 +92,8 @@ export interface Options {
   readonly nodeStatusReportMs?: number
   /** How long a fetched ConfigMap, Secret, claim or volume is reused (default 5 000 ms). */
   readonly objectTtlMs?: number
+  /** How long an Event waits for the pod syncs in flight before it is written anyway (default 5 000 ms). */
+  readonly eventDelayMs?: number
   /** Environment every container starts with (default `PATH`); the pod's own variables win. */
   readonly defaultEnv?: Readonly<Record<string, string>>
   /** The prefix of `containerID`s in pod status (default `kbox`). */
@@ -217,7 +219,6 @@ export const make = (
     const objectTtlMs = options.objectTtlMs ?? 5_000
     const runtimeName = options.runtimeName ?? "kbox"
     const defaultEnv = options.defaultEnv ?? { PATH: defaultPath }
-    const events = EventRecorder.make(client, { component: "kubelet", host: nodeName }, { serial: true })
     const podStart = FleetMetrics.agent(yield* MetricRegistry).podStart
 
     const states = new Map<string, PodState>()
@@ -226,6 +227,14 @@ export const make = (
     const probeFibers = yield* FiberMap.make<string>()
     const queue = WorkQueue.make({ backoff: { baseMs: 200, maxMs: 30_000 } })
     yield* Effect.addFinalizer(() => Effect.sync(() => queue.shutdown()))
+    // Events wait for the pod work they report (see EventRecorder's `whenIdle`): until no pod has
+    // been synced for a quarter of a second (pods arriving in a burst leave shorter gaps), and never
+    // longer than `eventDelayMs`, so a node busy for minutes still writes them, late.
+    const eventDelayMs = options.eventDelayMs ?? 5_000
+    const events = EventRecorder.make(client, { component: "kubelet", host: nodeName }, {
+      serial: true,
+      whenIdle: (recordedAt) => queue.idle(recordedAt + eventDelayMs, 250)
+    })
     let syncs = 0
     let failures = 0
     let lastError: string | undefined

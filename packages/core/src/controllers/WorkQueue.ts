@@ -52,14 +52,22 @@ export interface WorkQueue {
   readonly depth: () => number
   /** Keys waiting for a delay to pass. */
   readonly delayed: () => number
+  /**
+   * Wait until no key has been waiting or processed for `settleMs` (default 0; keys waiting for a
+   * delay do not count), or until `deadlineMs` (ms since the epoch) has passed: background work
+   * done after the queue's, and not in the short gaps of a busy queue.
+   */
+  readonly idle: (deadlineMs: number, settleMs?: number) => Effect.Effect<void>
   /** Stop: pending delays are dropped and waiting `take`s never resume. */
   readonly shutdown: () => void
 }
 
 /** A new, empty queue. */
-export const make = (options: { readonly backoff?: Backoff; readonly timer?: Timer } = {}): WorkQueue => {
+export const make = (options: { readonly backoff?: Backoff; readonly timer?: Timer; readonly now?: () => number } = {}): WorkQueue => {
   const backoff = options.backoff ?? defaultBackoff
   const timer = options.timer ?? realTimer
+  // The clock of delays and of `idle` (ms since the epoch; injectable with the timer for tests).
+  const clock = options.now ?? Date.now
   // `queue` keeps order; `dirty` says which keys need processing (waiting or re-added while processing).
   const queue: Array<string> = []
   let head = 0
@@ -68,7 +76,20 @@ export const make = (options: { readonly backoff?: Backoff; readonly timer?: Tim
   const failures = new Map<string, number>()
   const pending = new Map<string, { at: number; cancel: () => void }>()
   const waiters: Array<(key: string) => void> = []
+  // Callers of `idle`, told once nothing waits and nothing is processed.
+  let quiet = new Set<() => void>()
   let stopped = false
+
+  const isIdle = () => head >= queue.length && processing.size === 0
+  // When the queue last went idle (ms since the epoch).
+  let idleSince = 0
+  const wakeQuiet = () => {
+    idleSince = clock()
+    if (quiet.size === 0) return
+    const woken = quiet
+    quiet = new Set()
+    for (const w of woken) w()
+  }
 
   const push = (key: string) => {
     const waiter = waiters.shift()
@@ -89,7 +110,7 @@ export const make = (options: { readonly backoff?: Backoff; readonly timer?: Tim
   const addAfter = (key: string, ms: number) => {
     if (stopped) return
     if (ms <= 0) return add(key)
-    const at = Date.now() + ms
+    const at = clock() + ms
     const existing = pending.get(key)
     if (existing !== undefined) {
       if (existing.at <= at) return
@@ -139,13 +160,44 @@ export const make = (options: { readonly backoff?: Backoff; readonly timer?: Tim
     done: (key) => {
       processing.delete(key)
       if (dirty.has(key) && !stopped) push(key)
+      if (isIdle()) wakeQuiet()
     },
     depth: () => queue.length - head,
     delayed: () => pending.size,
+    idle: (deadlineMs, settleMs = 0) => {
+      // Wake at the deadline, or when the queue goes idle; then idle for `settleMs` running, or again.
+      const wait = (ms: number, onQuiet: boolean) =>
+        Effect.async<void>((resume) => {
+          let cancelTimer = () => {}
+          const wake = () => {
+            cancelTimer()
+            resume(Effect.void)
+          }
+          if (onQuiet) quiet.add(wake)
+          cancelTimer = timer(ms, () => {
+            quiet.delete(wake)
+            resume(Effect.void)
+          })
+          return Effect.sync(() => {
+            quiet.delete(wake)
+            cancelTimer()
+          })
+        })
+      const loop: Effect.Effect<void> = Effect.suspend(() => {
+        const now = clock()
+        if (stopped || now >= deadlineMs) return Effect.void
+        if (!isIdle()) return Effect.zipRight(wait(deadlineMs - now, true), loop)
+        const settled = idleSince + settleMs - now
+        if (settled <= 0) return Effect.void
+        return Effect.zipRight(wait(Math.min(settled, deadlineMs - now), false), loop)
+      })
+      return loop
+    },
     shutdown: () => {
       stopped = true
       for (const p of pending.values()) p.cancel()
       pending.clear()
+      wakeQuiet()
     }
   }
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Deferred, Effect, Fiber } from "effect"
 import * as EventRecorder from "../../src/controllers/EventRecorder.js"
 import * as TestCluster from "../../src/testing/TestCluster.js"
 
@@ -67,6 +67,36 @@ describe("EventRecorder", () => {
         const more = yield* Effect.forEach(reasons, (r) => Effect.fork(parallel.record(cm, "Normal", r, r)))
         yield* Effect.forEach(more, (f) => f.await, { discard: true })
         expect(most).toBeGreaterThan(1)
+      })
+    )
+  )
+
+  it.live("whenIdle: an event is written once its owner is idle, with the time it was recorded at", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const cluster = yield* TestCluster.make({ nodes: 0 })
+        const cm = yield* cluster.client.create({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cfg", namespace: "default" } })
+        const idle = yield* Deferred.make<void>()
+        const asked: Array<number> = []
+        const recorder = EventRecorder.make(cluster.client, { component: "kubelet", host: "n1" }, {
+          serial: true,
+          whenIdle: (recordedAt) => Effect.zipRight(Effect.sync(() => asked.push(recordedAt)), Deferred.await(idle))
+        })
+        const before = Date.now()
+        const fiber = yield* Effect.fork(recorder.record(cm, "Normal", "Started", "Started container app"))
+        const events = () => Effect.map(cluster.client.list(EventRef, { namespace: "default" }), (l) => l["items"] as Array<Record<string, any>>)
+        // Until its owner says it is idle, nothing is written.
+        while (asked.length === 0) yield* Effect.sleep("1 millis")
+        yield* Effect.sleep("1100 millis")
+        expect(yield* events()).toEqual([])
+        yield* Deferred.succeed(idle, undefined)
+        yield* Fiber.join(fiber)
+        const [event] = yield* events()
+        expect(event).toMatchObject({ reason: "Started", count: 1 })
+        // Recorded before the wait, not when written: the timestamps are from before the wait's second.
+        expect(asked[0]).toBeGreaterThanOrEqual(before)
+        expect(Date.parse(event!["firstTimestamp"])).toBe(Math.floor(asked[0]! / 1000) * 1000)
+        expect(event!["lastTimestamp"]).toBe(event!["firstTimestamp"])
       })
     )
   )

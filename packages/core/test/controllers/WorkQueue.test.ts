@@ -18,7 +18,7 @@ const manualTimer = () => {
       t.run()
     }
   }
-  return { timer, advance }
+  return { timer, advance, now: () => now }
 }
 
 describe("WorkQueue", () => {
@@ -122,4 +122,86 @@ describe("WorkQueue", () => {
       expect(q.depth()).toBe(1)
     })
   )
+
+  describe("idle", () => {
+    /** A queue on a hand-driven clock, and whether an `idle` wait started now has ended. */
+    const setup = () => {
+      const clock = manualTimer()
+      const q = WorkQueue.make({ timer: clock.timer, now: clock.now })
+      const wait = (deadlineMs: number, settleMs?: number) =>
+        Effect.gen(function* () {
+          const fiber = yield* Effect.fork(q.idle(deadlineMs, settleMs))
+          yield* Effect.yieldNow()
+          return { ended: () => fiber.unsafePoll() !== null }
+        })
+      return { q, clock, wait }
+    }
+
+    it.effect("ends at once for a queue with nothing waiting or processed; delayed keys do not count", () =>
+      Effect.gen(function* () {
+        const { q, wait } = setup()
+        q.addAfter("later", 1_000)
+        expect((yield* wait(10_000)).ended()).toBe(true)
+      })
+    )
+
+    it.effect("waits while a key waits or is processed, and ends when the last is done", () =>
+      Effect.gen(function* () {
+        const { q, wait } = setup()
+        q.add("a")
+        q.add("b")
+        const w = yield* wait(10_000)
+        expect(w.ended()).toBe(false)
+        yield* q.take
+        q.done("a")
+        yield* Effect.yieldNow()
+        expect(w.ended()).toBe(false)
+        yield* q.take
+        q.done("b")
+        yield* Effect.yieldNow()
+        expect(w.ended()).toBe(true)
+      })
+    )
+
+    it.effect("with settleMs, waits for the queue to stay idle that long; a key meanwhile starts it over", () =>
+      Effect.gen(function* () {
+        const { q, clock, wait } = setup()
+        q.add("a")
+        const w = yield* wait(10_000, 250)
+        yield* q.take
+        q.done("a")
+        clock.advance(200)
+        yield* Effect.yieldNow()
+        expect(w.ended()).toBe(false)
+        // Busy again before the quarter second is up: the wait goes on from the next idle moment.
+        q.add("b")
+        clock.advance(100)
+        yield* q.take
+        q.done("b")
+        clock.advance(200)
+        yield* Effect.yieldNow()
+        expect(w.ended()).toBe(false)
+        clock.advance(50)
+        yield* Effect.yieldNow()
+        expect(w.ended()).toBe(true)
+      })
+    )
+
+    it.effect("ends at the deadline however busy the queue is", () =>
+      Effect.gen(function* () {
+        const { q, clock, wait } = setup()
+        q.add("a")
+        yield* q.take
+        const w = yield* wait(1_000, 250)
+        clock.advance(999)
+        yield* Effect.yieldNow()
+        expect(w.ended()).toBe(false)
+        clock.advance(1)
+        yield* Effect.yieldNow()
+        expect(w.ended()).toBe(true)
+        // A deadline already passed does not wait at all.
+        expect((yield* wait(500)).ended()).toBe(true)
+      })
+    )
+  })
 })
