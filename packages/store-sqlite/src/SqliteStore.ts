@@ -6,13 +6,15 @@
  * compaction in small batches; watches served by core's WatchFeed with this log as history.
  *
  *   writers ─▶ group commit ─▶ SQLite (WAL, synchronous=FULL) ─▶ WatchFeed ─▶ watchers
- *   readers ─▶ get / list / count (prepared statements on the same connection)
+ *   readers ─▶ get / list / count (prepared statements on the same connection; small whole lists
+ *              answered from memory until a commit touches their prefix, ListMemo)
  *   compactor (scoped fiber) ─▶ CompactionPolicy.nextStep ─▶ delete superseded rows in batches
  */
 import { CompactionPolicy, ContinueToken, FleetMetrics, KeyOrder, MetricRegistry, Store, StoreError, WatchFeed } from "@koder/fleet-core"
 import { Duration, Effect, Either, Layer, type Scope } from "effect"
 import * as FileFormat from "./internal/fileFormat.js"
 import * as GroupCommit from "./internal/groupCommit.js"
+import * as ListMemo from "./internal/listMemo.js"
 import * as LogTable from "./internal/logTable.js"
 import type { SqliteStoreError } from "./SqliteStoreError.js"
 
@@ -95,13 +97,17 @@ export const make = (config: Config): Effect.Effect<SqliteStoreService, SqliteSt
       }
     )
 
+    const memo = ListMemo.make()
     const writer = GroupCommit.make({
       db,
       log,
       feed,
       revision: initialRevision,
       lastCommittedAt: initialRevision > 0 ? (log.committedAt(log.maxRevision()) ?? 0) : 0,
-      onBatch: FleetMetrics.store(yield* MetricRegistry.MetricRegistry).batchSize.observe
+      onBatch: FleetMetrics.store(yield* MetricRegistry.MetricRegistry).batchSize.observe,
+      onCommit: (events) => {
+        for (const e of events) memo.touch(e.key)
+      }
     })
 
     // Runs before the db closes (finalizers run in reverse): drain, then end the watches.
@@ -154,9 +160,15 @@ export const make = (config: Config): Effect.Effect<SqliteStoreService, SqliteSt
         } else if (at < compactRev) {
           return Effect.fail(new StoreError.Compacted({ requestedRevision: at, compactRevision: compactRev }))
         }
-        const end = LogTable.prefixEnd(prefix)
         const limit = options.limit && options.limit > 0 ? options.limit : -1
+        // A whole list at the current revision: admission asks for the same few small ones on
+        // every write (see ListMemo).
+        const whole = limit < 0 && from === prefix && at === current
+        const memoized = whole ? memo.get(prefix) : undefined
+        if (memoized !== undefined) return Effect.succeed({ items: memoized, revision: at, continue: undefined, remaining: 0 })
+        const end = LogTable.prefixEnd(prefix)
         const items = log.list(from, end, at, limit < 0 ? -1 : limit + 1)
+        if (whole && items.length <= ListMemo.maxItems) memo.set(prefix, items.slice())
         if (limit < 0 || items.length <= limit) {
           return Effect.succeed({ items, revision: at, continue: undefined, remaining: 0 })
         }

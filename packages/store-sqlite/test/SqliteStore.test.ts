@@ -267,6 +267,43 @@ describe("SqliteStore", () => {
       )
     }))
 
+  it.scopedLive("answers a repeated small list from memory, exactly: every commit under its prefix shows at once", () =>
+    Effect.gen(function* () {
+      const filename = path.join(yield* tempDir, "store.db")
+      yield* withStore({ filename }, (store) =>
+        Effect.gen(function* () {
+          const values = (prefix: string) => Effect.map(store.list(prefix), (r) => r.items.map((kv) => kv.value))
+          yield* store.create("/registry/quotas/a/q1", "1")
+          expect(yield* values("/registry/quotas/a/")).toEqual(["1"])
+          // A write under the prefix (create, update, delete, a txn) is in the very next list.
+          const created = yield* store.create("/registry/quotas/a/q2", "2")
+          expect(yield* values("/registry/quotas/a/")).toEqual(["1", "2"])
+          yield* store.update("/registry/quotas/a/q2", "2b", created.modRevision)
+          expect(yield* values("/registry/quotas/a/")).toEqual(["1", "2b"])
+          yield* store.delete("/registry/quotas/a/q1")
+          expect(yield* values("/registry/quotas/a/")).toEqual(["2b"])
+          yield* store.txn([{ op: "create", key: "/registry/quotas/a/q3", value: "3" }])
+          expect(yield* values("/registry/quotas/a/")).toEqual(["2b", "3"])
+          // The enclosing prefix sees them too; a sibling prefix that shares the text does not.
+          yield* store.create("/registry/quotas/ab/x", "x")
+          expect(yield* values("/registry/quotas/a/")).toEqual(["2b", "3"])
+          expect(yield* values("/registry/quotas/")).toEqual(["2b", "3", "x"])
+          // A rejected write changes nothing, and a memoized answer is at the current revision.
+          expect(yield* tag(store.create("/registry/quotas/a/q3", "again"))).toBe("AlreadyExists")
+          yield* store.create("/elsewhere/k", "v")
+          const answer = yield* store.list("/registry/quotas/a/")
+          expect(answer.revision).toBe(yield* store.currentRevision)
+          // Lists at an older revision are read from the log, not from memory.
+          const old = yield* store.list("/registry/quotas/a/", { atRevision: created.modRevision })
+          expect(old.items.map((kv) => kv.value)).toEqual(["1", "2"])
+          // Callers own the items they are given.
+          const mine = yield* store.list("/registry/quotas/a/")
+          ;(mine.items as Array<Store.KeyValue>).length = 0
+          expect(yield* values("/registry/quotas/a/")).toEqual(["2b", "3"])
+        })
+      )
+    }))
+
   it.scopedLive("fails every operation with Unavailable after close, and drains queued writes first", () =>
     Effect.gen(function* () {
       const filename = path.join(yield* tempDir, "store.db")

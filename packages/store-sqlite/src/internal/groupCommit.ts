@@ -69,6 +69,8 @@ export const make = (options: {
   readonly lastCommittedAt: number
   /** Told the size of every committed batch (the group-commit metric). */
   readonly onBatch?: (mutations: number) => void
+  /** Told every committed batch's events, before they are published and any caller resumes. */
+  readonly onCommit?: (events: ReadonlyArray<Store.WatchEvent>) => void
 }): GroupCommit => {
   const { db, log, feed } = options
   const begin = db.prepare("BEGIN")
@@ -208,6 +210,7 @@ export const make = (options: {
     if (failure === undefined) {
       committed = next
       lastAt = now
+      options.onCommit?.(published)
       feed.publish(published)
     } else {
       next = committed
