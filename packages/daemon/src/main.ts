@@ -4,6 +4,7 @@
  */
 import * as EventLoopScheduler from "./internal/EventLoopScheduler.js"
 import * as HeapGrowth from "./observability/HeapGrowth.js"
+import * as BaselineTier from "./observability/BaselineTier.js"
 import * as InliningBudget from "./observability/InliningBudget.js"
 import * as Logging from "./observability/Logging.js"
 import * as Roles from "./Roles.js"
@@ -27,6 +28,7 @@ HeapGrowth.limit()
 EventLoopScheduler.install()
 const [command, ...given] = process.argv.slice(2)
 InliningBudget.limit(command)
+BaselineTier.apply(command)
 // The log flags apply to every role: taken off here, the role parses the rest.
 const logFlags = Logging.extractFlags(given)
 const args = logFlags._tag === "Right" ? logFlags.right.rest : given
