@@ -18,6 +18,9 @@
 //   FLEET_BENCH_PODS (100)  FLEET_BENCH_CONCURRENCY (10)  FLEET_BENCH_RATE (5)  FLEET_BENCH_BURSTS (1)
 //   FLEET_BENCH_DEV_FLAGS (extra `koder-fleet dev` flags, space-separated)
 //   FLEET_BENCH_NODE_FLAGS (extra Node/V8 flags for the dev process, space-separated)
+//   FLEET_BENCH_TIMELINE=FILE (each phase's pods, one line each, into FILE.<phase>: name, then ms
+//                             from the phase's start to its create call, the answer, bound, Running)
+import { writeFileSync } from "node:fs"
 import { performance } from "node:perf_hooks"
 import * as BenchServer from "./BenchServer.js"
 
@@ -114,6 +117,12 @@ const measure = async (server: BenchServer.BenchServer, phase: string, load: Loa
   const machineAfter = BenchServer.machineCpuMs()
   response.destroy()
   watchAgent.destroy()
+  const timeline = process.env["FLEET_BENCH_TIMELINE"]
+  if (timeline !== undefined && timeline !== "") {
+    const at = (m: ReadonlyMap<string, number>, name: string) => (m.has(name) ? Math.round(m.get(name)! - t0) : "-")
+    const rows = [...created.keys()].map((n) => [n, at(created, n), at(answered, n), at(bound, n), at(running, n)].join(" "))
+    writeFileSync(`${timeline}.${phase}`, rows.join("\n") + "\n")
+  }
   const latencies = [...running].map(([name, at]) => at - created.get(name)!).sort((a, b) => a - b)
   /** The p99 of `to - from` over the pods that have both. */
   const stage = (from: ReadonlyMap<string, number>, to: ReadonlyMap<string, number>) => {
