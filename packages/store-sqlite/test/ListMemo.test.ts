@@ -19,10 +19,11 @@ describe("ListMemo", () => {
     for (const p of kept) expect(memo.get(p), p).toEqual([])
   })
 
-  it("keeps only small lists of prefixes ending in a slash, and at most maxPrefixes of them", () => {
+  it("keeps only small lists (items and characters) of prefixes ending in a slash, and at most maxPrefixes of them", () => {
     const memo = ListMemo.make()
     memo.set("/registry/quotas", [])
     memo.set("/big/", Array.from({ length: ListMemo.maxItems + 1 }, (_, i) => kv(`/big/${i}`)))
+    memo.set("/large/", [{ ...kv("/large/a"), value: "x".repeat(ListMemo.maxChars + 1) }])
     expect(memo.size()).toBe(0)
     for (let i = 0; i <= ListMemo.maxPrefixes; i++) memo.set(`/p/${i}/`, [kv(`/p/${i}/k`)])
     expect(memo.size()).toBe(ListMemo.maxPrefixes)

@@ -14,7 +14,10 @@ import type { Store } from "@koder/fleet-core"
 /** Lists of more items than this are not kept (the lists worth keeping are the small, hot ones). */
 export const maxItems = 32
 
-/** Prefixes kept at most; the oldest is dropped first. */
+/** Lists whose values add up to more characters than this are not kept either. */
+export const maxChars = 64 * 1024
+
+/** Prefixes kept at most; the oldest is dropped first (so the memo holds at most 16 MiB of values). */
 export const maxPrefixes = 256
 
 /** A memo of whole-prefix lists. */
@@ -38,6 +41,9 @@ export const make = (): ListMemo => {
     get: (prefix) => lists.get(prefix)?.slice(),
     set: (prefix, items) => {
       if (!prefix.endsWith("/") || items.length > maxItems) return
+      let chars = 0
+      for (const kv of items) chars += kv.value.length
+      if (chars > maxChars) return
       lists.delete(prefix)
       lists.set(prefix, items)
       if (lists.size > maxPrefixes) lists.delete(lists.keys().next().value!)
