@@ -8,8 +8,9 @@
  * code cold: the API pipeline, Effect's runtime, the agent and the box each run a few hundred times
  * in that burst, mostly interpreted, while TurboFan (see InliningBudget) has yet to pick them up.
  * `--always-sparkplug` in dev, on a 2-core VM: in 18 interleaved pairs of runs (7 of them with the
- * flag set as here, at start), the first burst's p99 was lower in 14, and the machine's CPU per
- * burst lower in most (median 3.49 s against 3.74 s); dev's memory grows by the baseline code.
+ * flag set as here, at start), the first burst's p99 was lower in 14 (median 787 against 856 ms)
+ * and the machine's CPU per burst in 10 (median 3.45 s against 3.57 s); dev's resident memory at
+ * rest grows by the baseline code, 235 to 250 MiB.
  *
  * dev turns it on; the other roles keep V8's tiering, whose hot paths have hours to warm up.
  * `FLEET_V8_ALWAYS_SPARKPLUG=1` (or `0`) turns it on (off) for any role. V8 reads the flag when it
