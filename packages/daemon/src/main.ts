@@ -23,6 +23,14 @@ const usage = () =>
     `flags of every role:${Logging.usage}`
   ].join("\n")
 
+// A reader of stdout or stderr that goes away (`koder-fleet dev | head`, a closed pipe) must not
+// crash the process: a crash skips the shutdown that stops its workloads, and dev left every pod's
+// processes running. The lines that no one reads are dropped; any other stream error still throws.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on("error", (e: NodeJS.ErrnoException) => {
+    if (e.code !== "EPIPE") throw e
+  })
+}
 HeapGrowth.limit()
 // Before any fiber runs: every fiber of the process lets the event loop run between slices.
 EventLoopScheduler.install()
