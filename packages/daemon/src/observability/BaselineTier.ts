@@ -1,8 +1,8 @@
 /**
  * Whether a function is compiled by Sparkplug, V8's baseline compiler, at its first call rather
  * than after a while in the interpreter. Sparkplug translates bytecode to machine code in one pass
- * on the calling thread, with no optimization and next to no compile time; its code runs the same
- * bytecode without the interpreter's dispatch, about twice as fast.
+ * on the calling thread, with no optimization and next to no compile time; its code does what the
+ * bytecode does without the interpreter's dispatch of each instruction.
  *
  * A fresh `koder-fleet dev` meets its first burst of work (100 pods at once) with nearly all of its
  * code cold: the API pipeline, Effect's runtime, the agent and the box each run a few hundred times
