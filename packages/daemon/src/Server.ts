@@ -6,7 +6,7 @@
  *   flags ─▶ data dir ─▶ Tls.ensure ─▶ Bootstrap.load ─▶ store ─▶ HttpServer ─▶ ApiServer
  *         ─▶ Bootstrap.publish (kubeconfig) ─▶ "listening" line ─▶ wait for a signal ─▶ drain
  */
-import { AdmissionPlugins, ApiServer, PodCidr, Binding, Client, Controllers, Eviction, type Http, InProcess, MetricsApi, MetricsSource, NodeAccess, Placement, PodExec, PodLog, Registry, type Store } from "@koder/fleet-core"
+import { AdmissionPlugins, ApiServer, PodCidr, Binding, Client, Controllers, Eviction, FlowControl, type Http, InProcess, MetricsApi, MetricsSource, NodeAccess, Placement, PodExec, PodLog, Registry, type Store } from "@koder/fleet-core"
 import { PgStore } from "@koder/fleet-store-pg"
 import { SqliteStore } from "@koder/fleet-store-sqlite"
 import { Cause, Duration, Effect, Either, Exit, Option, Scope } from "effect"
@@ -38,6 +38,8 @@ export interface Config {
   readonly metrics?: MetricsServer.Listen
   readonly tls: { readonly sans: ReadonlyArray<string>; readonly cert: string | undefined; readonly key: string | undefined; readonly ca: string | undefined }
   readonly limits: Pick<HttpServer.Limits, "maxInFlight" | "maxWatches" | "requestTimeout">
+  /** Users' writes executing at once (API priority and fairness, core's FlowControl); 0: no limit. */
+  readonly workloadSeats: number
   /** Controllers (and `scheduler`) not to run; `*`: none (an API-only server). */
   readonly disabledControllers: ReadonlyArray<string>
   /** Cluster DNS (net/DnsService.ts): where it listens (undefined: off) and where other names go. */
@@ -68,6 +70,8 @@ export const usage = `usage: koder-fleet server [flags]
   --max-requests-inflight N    concurrent non-watch requests per client (default 100)
   --max-watches-inflight N     concurrent watches per client (default 1000)
   --request-timeout DURATION   time limit of a non-watch request, e.g. 60s, 500ms, 2m (default 60s)
+  --workload-seats N           users' writes served at once; more wait their turn, fairly by user, so the
+                               nodes' and controllers' own requests go first (default 2; 0: no limit)
   --disable-controllers NAMES  controllers not to run, comma-separated (e.g. cronjob,scheduler); * runs none.
                                With --store postgres, controllers run only in the server holding the lease
   --cluster-cidr CIDR          nodes' pod CIDRs are /24 blocks of it (default 10.42.0.0/16; isolated network mode)
@@ -106,6 +110,12 @@ const parseCount = (flag: string, text: string | undefined, fallback: number): E
   return Number.isInteger(n) && n > 0 ? Either.right(n) : fail(`${flag} ${JSON.stringify(text)}: expected a positive integer`)
 }
 
+const parseSeats = (text: string | undefined): Either.Either<number, ConfigError> => {
+  if (text === undefined) return Either.right(FlowControl.defaultSeats)
+  const n = Number(text)
+  return Number.isInteger(n) && n >= 0 ? Either.right(n) : fail(`--workload-seats ${JSON.stringify(text)}: expected a whole number (0: no limit)`)
+}
+
 /** Parse the server's flags (after the role), with `env` for the defaults that have variables. */
 export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<string, string | undefined>> = process.env): Either.Either<Config, ConfigError> =>
   Either.gen(function* () {
@@ -129,6 +139,7 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
             "tls-ca": { type: "string" },
             "max-requests-inflight": { type: "string" },
             "max-watches-inflight": { type: "string" },
+            "workload-seats": { type: "string" },
             "request-timeout": { type: "string" },
             "disable-controllers": { type: "string", multiple: true },
             "cluster-cidr": { type: "string" },
@@ -189,6 +200,7 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
         timeouts: yield* parseIngressTimeouts(parsed["ingress-timeout"], parsed["ingress-connect-timeout"])
       },
       security: Object.fromEntries(Object.keys(SecurityFlags.options).map((k) => [k, (parsed as Record<string, string | undefined>)[k]])),
+      workloadSeats: yield* parseSeats(parsed["workload-seats"]),
       limits: {
         maxInFlight: yield* parseCount("--max-requests-inflight", parsed["max-requests-inflight"], HttpServer.defaults.maxInFlight),
         maxWatches: yield* parseCount("--max-watches-inflight", parsed["max-watches-inflight"], HttpServer.defaults.maxWatches),
@@ -348,6 +360,7 @@ export const run = (
         authorize: security.authorize,
         admission: security.admission,
         transformer: security.transformer,
+        flowControl: { seats: config.workloadSeats, maxWait: Duration.millis(Duration.toMillis(config.limits.requestTimeout) / 4) },
         subresources: [
           ...security.subresources,
           Binding.handler,

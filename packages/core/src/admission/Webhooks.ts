@@ -20,6 +20,7 @@
 import { Data, Duration, Effect, Either, Option, Schema, Stream, type Scope } from "effect"
 import type * as Admission from "../api/Admission.js"
 import * as ApiError from "../api/ApiError.js"
+import * as FlowControl from "../api/FlowControl.js"
 import * as Patch from "../api/Patch.js"
 import type { JsonObject } from "../api/Registry.js"
 import { identity, type Transformer } from "../api/Transformer.js"
@@ -335,9 +336,12 @@ export const make = (options: Options): Effect.Effect<WebhookPlugins, never, Sco
         const id = uid()
         const body = JSON.stringify(review(request, id))
         const timeout = (spec.timeoutSeconds ?? 10) * 1000
-        const answer = yield* Effect.either(
-          options.call(url, ca.right, body, timeout).pipe(
-            Effect.timeoutFail({ duration: Duration.millis(timeout), onTimeout: () => new WebhookCallError({ reason: `Post ${JSON.stringify(url)}: context deadline exceeded` }) })
+        // The wait is on another server: the request's API seat is free meanwhile (and the webhook may call this API).
+        const answer = yield* FlowControl.awayFromSeat(
+          Effect.either(
+            options.call(url, ca.right, body, timeout).pipe(
+              Effect.timeoutFail({ duration: Duration.millis(timeout), onTimeout: () => new WebhookCallError({ reason: `Post ${JSON.stringify(url)}: context deadline exceeded` }) })
+            )
           )
         )
         if (Either.isLeft(answer)) return yield* failed(`failed to call webhook: ${answer.left.reason}`)

@@ -3,7 +3,7 @@
  * authentication. It owns the registry and one watch cache per resource, created on first use
  * and closed with the server (or when a CRD's resource goes away).
  *
- *   request ─▶ route ─▶ health? ─▶ authenticate ─▶ authorize ─▶ discovery | Rest verb ─▶ response
+ *   request ─▶ route ─▶ health? ─▶ authenticate ─▶ authorize ─▶ priority and fairness ─▶ discovery | Rest verb ─▶ response
  *
  * Every other request gets a request id (the client's `X-Request-Id` when it sent a sane one),
  * returned as `X-Request-Id` and attached to every log line written while it is handled, and is
@@ -23,6 +23,7 @@ import * as Discovery from "./Discovery.js"
 import { json, type ApiRequest, type ApiResponse, type UserInfo } from "./Http.js"
 import * as OpenApi from "./OpenApi.js"
 import * as FieldSelector from "./FieldSelector.js"
+import * as FlowControl from "./FlowControl.js"
 import * as Objects from "./Objects.js"
 import * as Query from "./Query.js"
 import * as Registry from "./Registry.js"
@@ -58,6 +59,8 @@ export interface Options {
   readonly audit?: (record: AuditRecord) => void
   /** Extra subresources of existing resources (`serviceaccounts/token`, `pods/eviction`, …). */
   readonly subresources?: ReadonlyArray<SubresourceHandler>
+  /** The workload priority level's seats and queue (default `FlowControl.defaultSeats` seats). */
+  readonly flowControl?: FlowControl.Options
 }
 
 /** A subresource served by its own handler, after authentication and authorization. */
@@ -129,11 +132,12 @@ export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Sc
     const authorize = options.authorize ?? Authz.allowAll
     const scope = yield* Effect.scope
     const metrics = FleetMetrics.api(yield* MetricRegistry)
+    const flowControl = FlowControl.make(options.flowControl ?? { seats: FlowControl.defaultSeats }, yield* MetricRegistry)
     // The caches built so far, for the watcher and object gauges.
     const built = new Map<string, { readonly group: string; readonly plural: string; readonly cache: WatchCache.WatchCache }>()
     const stopWatchers = metrics.watchers.collect((add) => built.forEach((b) => add([b.group, b.plural], b.cache.watchers())))
     const stopObjects = metrics.cacheObjects.collect((add) => built.forEach((b) => add([b.group, b.plural], b.cache.size())))
-    yield* Effect.addFinalizer(() => Effect.sync(() => (stopWatchers(), stopObjects(), built.clear())))
+    yield* Effect.addFinalizer(() => Effect.sync(() => (stopWatchers(), stopObjects(), flowControl.close(), built.clear())))
     const caches = new Map<string, { cache: Effect.Effect<WatchCache.WatchCache, ApiError.ApiError>; scope: Scope.CloseableScope }>()
     const cacheKey = (r: Registry.Resource) => `${r.group}/${r.plural}`
 
@@ -308,7 +312,7 @@ export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Sc
         attributes = Authz.attributes(route, request)
         const decision = yield* authorize(attributes)
         if (!decision.allowed) return yield* Effect.fail(Authz.forbidden(attributes, decision.reason))
-        if (route._tag === "Resource") return yield* resource(route, request)
+        if (route._tag === "Resource") return yield* flowControl.serve(attributes, resource(route, request))
         if (route._tag === "Unknown") return yield* Effect.fail(notFoundPath())
         return yield* discovery(route, request)
       }).pipe(

@@ -51,6 +51,31 @@ export const api = (r: Registry) => ({
   })
 })
 
+/** API priority and fairness (kube-apiserver's `apiserver_flowcontrol_*` names). */
+export const flowControl = (r: Registry) => ({
+  executing: r.gauge({
+    name: "apiserver_flowcontrol_current_executing_requests",
+    help: "Requests holding one of their priority level's seats (the system level has no seats and is not counted).",
+    labelNames: ["priority_level"]
+  }),
+  inqueue: r.gauge({
+    name: "apiserver_flowcontrol_current_inqueue_requests",
+    help: "Requests waiting in their priority level's queues for a seat.",
+    labelNames: ["priority_level"]
+  }),
+  rejected: r.counter({
+    name: "apiserver_flowcontrol_rejected_requests_total",
+    help: "Requests answered 429 by priority and fairness, by priority level and reason (queue-full, time-out).",
+    labelNames: ["priority_level", "reason"]
+  }),
+  wait: r.histogram({
+    name: "apiserver_flowcontrol_request_wait_duration_seconds",
+    help: "How long requests waited in their priority level's queues, by priority level and whether they then executed.",
+    labelNames: ["priority_level", "execute"],
+    buckets: requestBuckets
+  })
+})
+
 /** The store's series. */
 export const store = (r: Registry) => ({
   duration: r.histogram({

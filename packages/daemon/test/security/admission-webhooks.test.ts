@@ -20,6 +20,8 @@ let foreignCa: string
 let closedPort: number
 const dirs: Array<string> = []
 const seen: Array<any> = []
+/** What the /callback webhook does before it answers: write through the API under test. */
+let callback: (() => Promise<number>) | undefined
 
 const review = (uid: string, response: object) => JSON.stringify({ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", response: { uid, ...response } })
 
@@ -58,6 +60,8 @@ beforeAll(async () => {
         case "/slow":
           held.push(res.socket!)
           return // never answers
+        case "/callback":
+          return void callback!().then((code) => send(review(uid, code === 201 ? { allowed: true } : { allowed: false, status: { code: 403, message: `the webhook's own write answered ${code}` } })))
         default:
           res.writeHead(404).end()
       }
@@ -90,20 +94,20 @@ const eventually = async (check: () => Promise<void>, ms = 5000) => {
 }
 
 /** An in-process API server with the daemon's admission chain. */
-const cluster = async () => {
+const cluster = async (flowControl?: ApiServer.Options["flowControl"]) => {
   const scope = await Effect.runPromise(Scope.make())
   const store = Store.makeMemory()
   const { admission } = await Effect.runPromise(
     Scope.extend(AdmissionChain.make({ dataDir: "", store, registry: Registry.make(), bootstrapTokenHash: "", address: "", flags: {} }), scope)
   )
-  const api = await Effect.runPromise(Scope.extend(ApiServer.make({ store, authenticate: (h) => Effect.succeed({ name: Authn.bearer(h) ?? "x", uid: "u", groups: ["system:masters"] }), admission: admission ?? [] }), scope))
-  const call = (method: string, path: string, body?: unknown, contentType = "application/json") =>
+  const api = await Effect.runPromise(Scope.extend(ApiServer.make({ store, authenticate: (h) => Effect.succeed({ name: Authn.bearer(h) ?? "x", uid: "u", groups: ["system:masters"] }), admission: admission ?? [], ...(flowControl === undefined ? {} : { flowControl }) }), scope))
+  const call = (method: string, path: string, body?: unknown, contentType = "application/json", token = "admin") =>
     Effect.runPromise(
       api.handle({
         method,
         path,
         query: new URLSearchParams(),
-        headers: { "content-type": contentType, authorization: "Bearer admin" },
+        headers: { "content-type": contentType, authorization: `Bearer ${token}` },
         body: body === undefined ? undefined : new TextEncoder().encode(JSON.stringify(body)),
         client: "admin"
       })
@@ -180,6 +184,30 @@ describe("admission webhooks over HTTPS", () => {
       expect(patched.status).toBe(200)
       await eventually(async () => expect((await createPod(c)).status).toBe(201), 8000)
     } finally {
+      await c.close()
+    }
+  })
+  it("does not wait for its caller's API seat: a webhook writing through the API answers while the request it admits waits", async () => {
+    // One seat: the pod's create holds it while the webhook runs; the webhook's own write would wait
+    // for that seat, and the create for the webhook, until the webhook's timeout, without awayFromSeat.
+    const c = await cluster({ seats: 1, maxWait: "3 seconds" })
+    let n = 0
+    callback = async () => (await c.call("POST", "/api/v1/namespaces/team/configmaps", { apiVersion: "v1", kind: "ConfigMap", metadata: { name: `seen-${n++}` } }, "application/json", "webhook")).status
+    try {
+      expect((await configure(c, "Validating", "callback", [webhook("callback.example.com", "/callback", { timeoutSeconds: 5 })])).status).toBe(201)
+      // The configuration reaches the admission chain by a watch: wait until a create is sent to the webhook.
+      await eventually(async () => {
+        expect((await createPod(c)).status).toBe(201)
+        expect(seen.some((s) => s.path === "/callback")).toBe(true)
+      })
+      const started = Date.now()
+      const created = await Promise.all([createPod(c), createPod(c)])
+      expect(created.map((r) => r.status)).toEqual([201, 201])
+      expect(Date.now() - started).toBeLessThan(3000)
+      const maps = await c.call("GET", "/api/v1/namespaces/team/configmaps")
+      expect(maps.body.items.filter((m: any) => m.metadata.name.startsWith("seen-")).length).toBeGreaterThanOrEqual(3)
+    } finally {
+      callback = undefined
       await c.close()
     }
   })
