@@ -13,8 +13,8 @@
 // with p50, max, where the p99 pod's kind of time went (`stagesP99Ms`: the create call, create →
 // bound to the node, bound → Running; each stage's own p99, so they need not add up), the create
 // rate, the dev process's CPU (also by thread: main, fleet-node, and V8's and libuv's helpers as
-// "node"), its main thread's time on a CPU and waiting for one, and the whole machine's CPU (the
-// pods' processes too) in `params`. Knobs:
+// "node"), its main thread's time on a CPU and waiting for one, the whole machine's CPU (the
+// pods' processes too) and this benchmark client's own CPU (`benchClientCpuMs`) in `params`. Knobs:
 //   FLEET_BENCH_PODS (100)  FLEET_BENCH_CONCURRENCY (10)  FLEET_BENCH_RATE (5)  FLEET_BENCH_BURSTS (1)
 //   FLEET_BENCH_DEV_FLAGS (extra `koder-fleet dev` flags, space-separated)
 //   FLEET_BENCH_NODE_FLAGS (extra Node/V8 flags for the dev process, space-separated)
@@ -87,6 +87,7 @@ const measure = async (server: BenchServer.BenchServer, phase: string, load: Loa
   const mainBefore = server.mainThread()
   const threadsBefore = server.threadsCpuMs()
   const machineBefore = BenchServer.machineCpuMs()
+  const clientBefore = process.cpuUsage()
   const t0 = performance.now()
   if ("concurrency" in load) {
     let next = 0
@@ -115,6 +116,7 @@ const measure = async (server: BenchServer.BenchServer, phase: string, load: Loa
   const mainAfter = server.mainThread()
   const threadsAfter = server.threadsCpuMs()
   const machineAfter = BenchServer.machineCpuMs()
+  const client = process.cpuUsage(clientBefore)
   response.destroy()
   watchAgent.destroy()
   const timeline = process.env["FLEET_BENCH_TIMELINE"]
@@ -145,6 +147,7 @@ const measure = async (server: BenchServer.BenchServer, phase: string, load: Loa
         ? { devThreadsCpuMs: Object.fromEntries(Object.entries(threadsAfter).map(([name, ms]) => [name, ms - (threadsBefore[name] ?? 0)])) }
         : {}),
       ...(machineBefore !== undefined && machineAfter !== undefined ? { machineCpuMs: machineAfter - machineBefore } : {}),
+      benchClientCpuMs: Math.round((client.user + client.system) / 1000),
       driver: "process",
       workload: "sleep 3600"
     },
