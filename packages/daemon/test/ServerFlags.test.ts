@@ -26,6 +26,7 @@ describe("Server flags", () => {
     expect(c.region).toBe("local")
     expect(c.limits.maxInFlight).toBe(100)
     expect(c.limits.maxWatches).toBe(1000)
+    expect(c.workloadSeats).toBe(2)
     expect(c.disabledControllers).toEqual([])
     expect(ok([], { FLEET_DATA_DIR: "/var/lib/fleet" }).dataDir).toBe("/var/lib/fleet")
   })
@@ -35,7 +36,7 @@ describe("Server flags", () => {
       "--data-dir", "/d", "--store", "postgres", "--pg-url", "postgres://u@h/db", "--pg-schema", "f2",
       "--listen", "[::1]:0", "--region", "eu-west", "--tls-san", "a.example,10.0.0.1", "--tls-san", "b.example",
       "--tls-cert", "/c.pem", "--tls-key", "/k.pem", "--tls-ca", "/ca.pem",
-      "--max-requests-inflight", "5", "--max-watches-inflight", "7", "--request-timeout", "1500ms",
+      "--max-requests-inflight", "5", "--max-watches-inflight", "7", "--request-timeout", "1500ms", "--workload-seats", "6",
       "--disable-controllers", "cronjob,scheduler", "--disable-controllers", "event-ttl"
     ])
     expect(c.disabledControllers).toEqual(["cronjob", "scheduler", "event-ttl"])
@@ -46,6 +47,8 @@ describe("Server flags", () => {
     expect(c.limits.maxInFlight).toBe(5)
     expect(c.limits.maxWatches).toBe(7)
     expect(Duration.toMillis(c.limits.requestTimeout)).toBe(1500)
+    expect(c.workloadSeats).toBe(6)
+    expect(ok(["--workload-seats", "0"]).workloadSeats).toBe(0)
   })
 
   it("accepts the usual listen forms", () => {
@@ -63,6 +66,8 @@ describe("Server flags", () => {
     expect(error(["--tls-cert", "/c"])).toContain("go together")
     expect(error(["--request-timeout", "soon"])).toContain("duration")
     expect(error(["--max-requests-inflight", "0"])).toContain("positive integer")
+    expect(error(["--workload-seats=-1"])).toBe('--workload-seats "-1": expected a whole number (0: no limit)')
+    expect(error(["--workload-seats", "two"])).toContain("--workload-seats")
     expect(error(["--region", "Bad Region"])).toContain("label value")
     expect(error(["--frobnicate"])).toContain("frobnicate")
     expect(error(["--disable-controllers", "cronjob,kube-proxy"])).toContain('unknown controller "kube-proxy"')
