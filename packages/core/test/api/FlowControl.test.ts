@@ -108,7 +108,7 @@ describe("FlowControl.serve", () => {
   it.live("answers 429 with Retry-After after waiting maxWait, and when the queue is full", () =>
     Effect.gen(function* () {
       const registry = MetricRegistry.make()
-      const flow = FlowControl.make({ seats: 1, queueLimit: 1, maxWait: "50 millis" }, registry)
+      const flow = FlowControl.make({ seats: 1, queueLimit: 1, maxWait: "500 millis" }, registry)
       const log: Array<string> = []
       const held = yield* gated(log, "held")
       const holder = yield* Effect.fork(flow.serve(attributes(admin), held.run))
@@ -119,7 +119,7 @@ describe("FlowControl.serve", () => {
       const timedOut = yield* Fiber.join(waiting)
       const statusOf = (exit: Exit.Exit<unknown, unknown>) => (Exit.isFailure(exit) && exit.cause._tag === "Fail" ? (exit.cause.error as ApiError.ApiError) : undefined)
       expect(statusOf(full)?.status).toMatchObject({ code: 429, reason: "TooManyRequests", message: "Too many requests: 1 requests already wait for the workload priority level's 1 seats, please try again later.", details: { retryAfterSeconds: 1 } })
-      expect(statusOf(timedOut)?.status).toMatchObject({ code: 429, reason: "TooManyRequests", message: "Too many requests: waited 0.05 s for one of the workload priority level's 1 seats, please try again later." })
+      expect(statusOf(timedOut)?.status).toMatchObject({ code: 429, reason: "TooManyRequests", message: "Too many requests: waited 0.5 s for one of the workload priority level's 1 seats, please try again later." })
       expect(statusOf(timedOut)?.headers).toEqual({ "retry-after": "1" })
       expect(log).toEqual(["held"])
       const rejected = registry.snapshot().find((f) => f.name === "apiserver_flowcontrol_rejected_requests_total")
