@@ -200,10 +200,9 @@ describe("admission webhooks over HTTPS", () => {
         expect((await createPod(c)).status).toBe(201)
         expect(seen.some((s) => s.path === "/callback")).toBe(true)
       })
-      const started = Date.now()
+      // Had the webhook's write waited for the seat, it would have got 429 after 3 s, and the webhook denied.
       const created = await Promise.all([createPod(c), createPod(c)])
       expect(created.map((r) => r.status)).toEqual([201, 201])
-      expect(Date.now() - started).toBeLessThan(3000)
       const maps = await c.call("GET", "/api/v1/namespaces/team/configmaps")
       expect(maps.body.items.filter((m: any) => m.metadata.name.startsWith("seen-")).length).toBeGreaterThanOrEqual(3)
     } finally {
