@@ -104,16 +104,12 @@ export const parseDuration = (flag: string, text: string): Either.Either<Duratio
   return Either.right(Duration.millis(n * millis))
 }
 
-const parseCount = (flag: string, text: string | undefined, fallback: number): Either.Either<number, ConfigError> => {
+/** A count flag: a positive integer, or also 0 when `zeroMeans` says what 0 does. */
+const parseCount = (flag: string, text: string | undefined, fallback: number, zeroMeans?: string): Either.Either<number, ConfigError> => {
   if (text === undefined) return Either.right(fallback)
   const n = Number(text)
-  return Number.isInteger(n) && n > 0 ? Either.right(n) : fail(`${flag} ${JSON.stringify(text)}: expected a positive integer`)
-}
-
-const parseSeats = (text: string | undefined): Either.Either<number, ConfigError> => {
-  if (text === undefined) return Either.right(FlowControl.defaultSeats)
-  const n = Number(text)
-  return Number.isInteger(n) && n >= 0 ? Either.right(n) : fail(`--workload-seats ${JSON.stringify(text)}: expected a whole number (0: no limit)`)
+  if (Number.isInteger(n) && (n > 0 || (n === 0 && zeroMeans !== undefined))) return Either.right(n)
+  return fail(`${flag} ${JSON.stringify(text)}: ${zeroMeans === undefined ? "expected a positive integer" : `expected a whole number (0: ${zeroMeans})`}`)
 }
 
 /** Parse the server's flags (after the role), with `env` for the defaults that have variables. */
@@ -200,7 +196,7 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
         timeouts: yield* parseIngressTimeouts(parsed["ingress-timeout"], parsed["ingress-connect-timeout"])
       },
       security: Object.fromEntries(Object.keys(SecurityFlags.options).map((k) => [k, (parsed as Record<string, string | undefined>)[k]])),
-      workloadSeats: yield* parseSeats(parsed["workload-seats"]),
+      workloadSeats: yield* parseCount("--workload-seats", parsed["workload-seats"], FlowControl.defaultSeats, "no limit"),
       limits: {
         maxInFlight: yield* parseCount("--max-requests-inflight", parsed["max-requests-inflight"], HttpServer.defaults.maxInFlight),
         maxWatches: yield* parseCount("--max-watches-inflight", parsed["max-watches-inflight"], HttpServer.defaults.maxWatches),

@@ -131,8 +131,9 @@ export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Sc
     const extensions = new Map((options.subresources ?? []).map((x) => [`${x.group}/${x.plural}/${x.subresource}`, x]))
     const authorize = options.authorize ?? Authz.allowAll
     const scope = yield* Effect.scope
-    const metrics = FleetMetrics.api(yield* MetricRegistry)
-    const flowControl = FlowControl.make(options.flowControl ?? { seats: FlowControl.defaultSeats }, yield* MetricRegistry)
+    const metricRegistry = yield* MetricRegistry
+    const metrics = FleetMetrics.api(metricRegistry)
+    const flowControl = FlowControl.make(options.flowControl ?? { seats: FlowControl.defaultSeats }, metricRegistry)
     // The caches built so far, for the watcher and object gauges.
     const built = new Map<string, { readonly group: string; readonly plural: string; readonly cache: WatchCache.WatchCache }>()
     const stopWatchers = metrics.watchers.collect((add) => built.forEach((b) => add([b.group, b.plural], b.cache.watchers())))

@@ -25,8 +25,8 @@ export interface FairQueue {
   /** Requests waiting, over every flow. */
   readonly queued: () => number
   /**
-   * Ask for a seat: started at once (`start` is called before this returns) when one is free and
-   * nobody waits, else queued behind the flow's earlier requests; undefined (nothing queued, no
+   * Ask for a seat: started at once (`start` is called before this returns) when one is free,
+   * else queued behind the flow's earlier requests; undefined (nothing queued, no
    * `start`) when `queueLimit` requests already wait.
    */
   readonly enter: (flow: string, start: () => void) => Entry | undefined
@@ -64,7 +64,8 @@ export const make = (seats: number, queueLimit: number, now: () => number = () =
     queued: () => queued,
     enter: (flow, start) => {
       const entry: Entry = { flow, enqueuedAt: now(), started: false, start }
-      if (executing < seats && queued === 0) {
+      // A free seat means nobody waits: `leave` hands a freed seat straight to the next waiter.
+      if (executing < seats) {
         executing++
         entry.started = true
         start()

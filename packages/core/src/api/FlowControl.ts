@@ -1,8 +1,8 @@
 /**
  * API priority and fairness, sized for one event loop. A server's requests share one thread, so
- * a request admitted beside nine others takes ten times as long, and a burst of users' writes
- * delays the work that finishes what they asked for (the scheduler's bindings, the nodes' status
- * writes) as much as it delays itself. So requests are served at one of two levels:
+ * a request admitted beside nine others shares the CPU with all of them, and a burst of users'
+ * writes delays the work that finishes what they asked for (the scheduler's bindings, the nodes'
+ * status writes) as much as it delays itself. So requests are served at one of two levels:
  *
  *   system    the cluster's own components: nodes (`system:nodes`), the controller manager and
  *             the scheduler. Served at once, as Kubernetes' exempt, system and workload-high levels.

@@ -36,7 +36,7 @@ describe("FairQueue", () => {
     ["flows take turns", 1, 10, ["+A1", "+A2", "+A3", "+A4", "+B1", "-", "-", "-", "-"], { started: ["A1", "A2", "B1", "A3", "A4"], executing: 1, queued: 0 }],
     ["three flows in turn", 1, 10, ["+A1", "+A2", "+A3", "+B1", "+B2", "+C1", "-", "-", "-", "-", "-"], { started: ["A1", "A2", "B1", "C1", "A3", "B2"], executing: 1, queued: 0 }],
     ["refuses past the queue limit, and queues again once there is room", 1, 2, ["+A1", "+A2", "+B1", "+C1", "-", "+C2"], { started: ["A1", "A2"], refused: ["C1"], executing: 1, queued: 2 }],
-    ["a newcomer does not jump the queue when a seat is free but others wait", 2, 10, ["+A1", "+A2", "+A3", "-", "+B1"], { started: ["A1", "A2", "A3"], executing: 2, queued: 1 }],
+    ["a freed seat goes to the one waiting, and a newcomer queues behind", 2, 10, ["+A1", "+A2", "+A3", "-", "+B1"], { started: ["A1", "A2", "A3"], executing: 2, queued: 1 }],
     ["a cancelled waiter never starts", 1, 10, ["+A1", "+A2", "+B1", "xA2", "-", "-"], { started: ["A1", "B1"], executing: 0, queued: 0 }],
     ["cancelling a started request changes nothing", 1, 10, ["+A1", "xA1", "+A2"], { started: ["A1"], executing: 1, queued: 1 }],
     ["leave with nothing executing is ignored", 1, 10, ["-", "+A1", "+A2"], { started: ["A1"], executing: 1, queued: 1 }]
