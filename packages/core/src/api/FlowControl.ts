@@ -5,7 +5,9 @@
  * status writes) as much as it delays itself. So requests are served at one of two levels:
  *
  *   system    the cluster's own components: nodes (`system:nodes`), the controller manager and
- *             the scheduler. Served at once, as Kubernetes' exempt, system and workload-high levels.
+ *             the scheduler. Served at once, as Kubernetes' exempt, system and workload-high levels,
+ *             and at `systemSchedulingPriority`: a scheduler that orders fibers' work by priority
+ *             (the daemon's EventLoopScheduler) runs their steps before the workload level's.
  *   workload  everyone else (users, service accounts, administrators too): `seats` writes at a
  *             time; the rest wait in a `FairQueue` by user, so one client's flood costs another
  *             client one turn, not the flood's length. Waiting longer than `maxWait`, or finding
@@ -44,6 +46,12 @@ export const defaultSeats = 2
 
 /** The users whose requests are the cluster's own work. */
 const systemUsers = new Set(["system:kube-controller-manager", "system:kube-scheduler"])
+
+/**
+ * The scheduling priority of the system level's requests: before the default (0) wherever a
+ * scheduler orders fibers' work (Effect's `PriorityBuckets` runs lower numbers first).
+ */
+export const systemSchedulingPriority = -1
 
 /** The level a user's requests are served at. */
 export const levelOf = (user: UserInfo): Level => (systemUsers.has(user.name) || user.groups.includes("system:nodes") ? "system" : "workload")
@@ -168,7 +176,8 @@ export const make = (options: Options, registry: Registry): FlowControl => {
     workload: queue,
     close: () => (stopExecuting(), stopInqueue()),
     serve: (attributes, handler) => {
-      if (!mutating.has(attributes.verb) || levelOf(attributes.user) === "system" || isLongRunning(attributes)) return handler
+      if (levelOf(attributes.user) === "system") return Effect.withSchedulingPriority(handler, systemSchedulingPriority)
+      if (!mutating.has(attributes.verb) || isLongRunning(attributes)) return handler
       const s: Seat = { flow: attributes.user.name, held: false, away: 0, retaking: false }
       return Effect.ensuring(
         Effect.zipRight(take(s), Effect.locally(handler, currentSeat, holderOf(s))),

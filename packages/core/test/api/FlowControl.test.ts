@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber } from "effect"
+import { Deferred, Effect, Exit, Fiber, FiberRef } from "effect"
 import type * as ApiError from "../../src/api/ApiError.js"
 import type * as Authz from "../../src/api/Authz.js"
 import * as FlowControl from "../../src/api/FlowControl.js"
@@ -130,6 +130,18 @@ describe("FlowControl.serve", () => {
       yield* held.open
       yield* Fiber.join(holder)
       expect([flow.workload!.executing(), flow.workload!.queued()]).toEqual([0, 0])
+    })
+  )
+
+  it.effect("runs the system level's requests at its scheduling priority, everyone else's at the default", () =>
+    Effect.gen(function* () {
+      const flow = FlowControl.make({ seats: 1 }, MetricRegistry.make())
+      const priority = FiberRef.get(FiberRef.currentSchedulingPriority)
+      expect(yield* flow.serve(attributes(node, "patch", "status"), priority)).toBe(FlowControl.systemSchedulingPriority)
+      expect(yield* flow.serve(attributes(controllers, "get"), priority)).toBe(FlowControl.systemSchedulingPriority)
+      expect(yield* flow.serve(attributes(bob, "create"), priority)).toBe(0)
+      expect(yield* flow.serve(attributes(admin, "get"), priority)).toBe(0)
+      expect(FlowControl.systemSchedulingPriority).toBeLessThan(0)
     })
   )
 

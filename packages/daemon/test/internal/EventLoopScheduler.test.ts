@@ -42,4 +42,25 @@ describe("EventLoopScheduler: fibers leave the event loop a turn", () => {
     // Both fibers advanced in turns: one does not run to its end before the other starts.
     expect(order.indexOf("b1")).toBeLessThan(order.indexOf("a3"))
   })
+
+  it("runs a lower priority number first, also after a slice ends, and in order within one", async () => {
+    // A zero slice ends after every task: the order below holds across slices, not only in one drain.
+    const scheduler = EventLoopScheduler.make(0)
+    const order: Array<string> = []
+    const steps = (name: string) => Effect.forEach([1, 2, 3], (i) => Effect.sync(() => order.push(`${name}${i}`)).pipe(Effect.zipLeft(Effect.yieldNow())))
+    const program = Effect.gen(function* () {
+      const user = yield* Effect.fork(steps("u"))
+      const user2 = yield* Effect.fork(steps("v"))
+      const system = yield* Effect.fork(Effect.withSchedulingPriority(steps("s"), -1))
+      yield* Fiber.join(user)
+      yield* Fiber.join(user2)
+      yield* Fiber.join(system)
+    })
+    await Effect.runPromise(Effect.withScheduler(program, scheduler))
+    // Once the system fiber is queued, its steps all run before the users' next ones.
+    expect(order.slice(order.indexOf("s1"), order.indexOf("s1") + 3)).toEqual(["s1", "s2", "s3"])
+    expect(order.indexOf("s3")).toBeLessThan(order.indexOf("u3"))
+    // The two users' fibers, of one priority, take turns first in first out.
+    expect(order.filter((x) => !x.startsWith("s"))).toEqual(["u1", "v1", "u2", "v2", "u3", "v3"])
+  })
 })
