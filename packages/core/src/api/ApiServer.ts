@@ -309,6 +309,8 @@ export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Sc
       kind.inc()
       return Effect.gen(function* () {
         const user = yield* options.authenticate(raw.headers)
+        // The rest of the request, its answer too, at its level's priority (restored at its end).
+        yield* FiberRef.set(FiberRef.currentSchedulingPriority, FlowControl.schedulingPriorityOf(user))
         const request: ApiRequest = { ...raw, user }
         attributes = Authz.attributes(route, request)
         const decision = yield* authorize(attributes)
@@ -366,7 +368,8 @@ export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Sc
           })
         ),
         Effect.onInterrupt(() => Effect.sync(() => kind.dec())),
-        Effect.annotateLogs("requestId", requestId)
+        Effect.annotateLogs("requestId", requestId),
+        (effect) => Effect.locallyWith(effect, FiberRef.currentSchedulingPriority, (p) => p)
       )
     }
 

@@ -56,6 +56,9 @@ export const systemSchedulingPriority = -1
 /** The level a user's requests are served at. */
 export const levelOf = (user: UserInfo): Level => (systemUsers.has(user.name) || user.groups.includes("system:nodes") ? "system" : "workload")
 
+/** The scheduling priority a user's requests run at (the default, 0, but for the system level). */
+export const schedulingPriorityOf = (user: UserInfo): number => (levelOf(user) === "system" ? systemSchedulingPriority : 0)
+
 const longRunningSubresources = new Set(["log", "exec", "attach", "portforward", "proxy"])
 
 /** Whether a request runs for as long as its client keeps it open (it takes no seat). */

@@ -142,6 +142,8 @@ describe("FlowControl.serve", () => {
       expect(yield* flow.serve(attributes(bob, "create"), priority)).toBe(0)
       expect(yield* flow.serve(attributes(admin, "get"), priority)).toBe(0)
       expect(FlowControl.systemSchedulingPriority).toBeLessThan(0)
+      expect(FlowControl.schedulingPriorityOf(node)).toBe(FlowControl.systemSchedulingPriority)
+      expect(FlowControl.schedulingPriorityOf(admin)).toBe(0)
     })
   )
 
