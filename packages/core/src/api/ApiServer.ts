@@ -309,7 +309,8 @@ export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Sc
       kind.inc()
       return Effect.gen(function* () {
         const user = yield* options.authenticate(raw.headers)
-        // The rest of the request, its answer too, at its level's priority (restored at its end).
+        // The rest of the request, its answer too, at its level's priority (restored at its end;
+        // FlowControl.serve sets it as well, for servers that use FlowControl without this one).
         yield* FiberRef.set(FiberRef.currentSchedulingPriority, FlowControl.schedulingPriorityOf(user))
         const request: ApiRequest = { ...raw, user }
         attributes = Authz.attributes(route, request)
