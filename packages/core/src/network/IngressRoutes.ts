@@ -17,13 +17,18 @@
  *     `/foo/bar`, not `/foobar`); the longest path wins, `Exact` over `Prefix` on a tie;
  *   - a request no rule matches goes to the `defaultBackend` of an Ingress naming its host, else
  *     to the oldest served Ingress's `defaultBackend`, else nowhere (the proxy answers 404);
- *   - the same host and path in two Ingresses: the older one (creationTimestamp, then
- *     namespace/name) wins, as ingress-nginx resolves it.
+ *   - the same host and path in two Ingresses of one namespace: the older one (creationTimestamp,
+ *     then namespace/name) wins, as ingress-nginx resolves it;
+ *   - across namespaces, a host belongs to one namespace (`IngressHosts`): the rules and TLS hosts
+ *     an Ingress lost to another namespace are not in the table, and a request for an owned host
+ *     falls through to rules without a host (or the global default backend) only when they are
+ *     the same namespace's; the certificate for an owned host is only ever the owner's.
  * Backends are the usable endpoints (`ServiceBackends`: ready, else serving while terminating) of
  * the Service's EndpointSlices for the chosen Service port (host IP and host port in host-network
  * mode, pod IPs in isolated mode); an ExternalName Service is its DNS name and the port asked for.
  */
 import * as Ingress from "../model/Ingress.js"
+import * as IngressHosts from "./IngressHosts.js"
 import * as ServiceBackends from "./ServiceBackends.js"
 
 /** A JSON object from the API. */
@@ -97,6 +102,8 @@ export interface RouteTable {
   readonly tlsDefault: TlsSource | undefined
   /** The Ingresses this table serves (`namespace/name`), oldest first. */
   readonly served: ReadonlyArray<string>
+  /** Who owns which host, and which claims lost (`IngressHosts.decide` over the served Ingresses). */
+  readonly ownership: IngressHosts.Ownership
 }
 
 /** What a table is built from (everything the proxy's informers hold). */
@@ -107,6 +114,8 @@ export interface Sources {
   readonly endpointSlices: ReadonlyArray<JsonObject>
   /** The controller whose classes are served (default Fleet's, `fleet.koder.dev/ingress`). */
   readonly controller?: string
+  /** The admin's host policy (`IngressHosts.parsePolicy`). */
+  readonly hostPolicy?: IngressHosts.Policy
 }
 
 const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
@@ -221,7 +230,10 @@ export const build = (sources: Sources): RouteTable => {
     if (b === undefined) resolved.set(key, (b = resolve(raw, namespace, idx)))
     return b
   }
-  const served = sources.ingresses.filter((i) => isServed(i, sources.ingressClasses, controller)).sort(byAge)
+  const claimed = sources.ingresses.filter((i) => isServed(i, sources.ingressClasses, controller))
+  const ownership = IngressHosts.decide(claimed, sources.hostPolicy)
+  // What each Ingress serves is what it did not lose to another namespace.
+  const served = claimed.map((i) => IngressHosts.withoutLost(i, ownership.lost.get(keyOf(i)))).sort(byAge)
   const exact = new Map<string, HostRoutes>()
   const wildcard = new Map<string, HostRoutes>()
   const any = emptyHost()
@@ -241,7 +253,7 @@ export const build = (sources: Sources): RouteTable => {
     const name = keyOf(ing)
     const spec = obj(ing["spec"])
     const fallback = spec["defaultBackend"] === undefined ? undefined : { backend: backendOf(spec["defaultBackend"], namespace), ingress: name, path: undefined }
-    if (fallback !== undefined) defaultBackend ??= fallback
+    if (fallback !== undefined && ownership.lost.get(name)?.has("") !== true) defaultBackend ??= fallback
     for (const rule of arr(spec["rules"]).map(obj)) {
       const host = normalizeHost(str(rule["host"]))
       const group = groupOf(host)
@@ -269,7 +281,7 @@ export const build = (sources: Sources): RouteTable => {
   // Longest first; Exact before Prefix when equally long.
   const order = (a: PathRoute, b: PathRoute) => b.key.length - a.key.length || Number(b.exact) - Number(a.exact)
   for (const g of [any, ...exact.values(), ...wildcard.values()]) g.paths.sort(order)
-  return { exact, wildcard, any, defaultBackend, tls, tlsWildcard, tlsDefault, served: served.map(keyOf) }
+  return { exact, wildcard, any, defaultBackend, tls, tlsWildcard, tlsDefault, served: served.map(keyOf), ownership }
 }
 
 const parentDomain = (host: string): string | undefined => {
@@ -277,24 +289,43 @@ const parentDomain = (host: string): string | undefined => {
   return dot <= 0 ? undefined : host.slice(dot + 1)
 }
 
+/** The namespace owning a request host (its exact claim, else the wildcard one); undefined: nobody's. */
+export const ownerOf = (table: RouteTable, host: string): string | undefined => {
+  const h = normalizeHost(host)
+  const parent = parentDomain(h)
+  return (table.ownership.owners.get(h) ?? (parent === undefined ? undefined : table.ownership.owners.get(`*.${parent}`)))?.namespace
+}
+
+/** Whether the catch-all (rules without a host, the global default backend) may answer for `host`: it is nobody's, or the catch-all's owner's. */
+const catchAllServes = (table: RouteTable, host: string): boolean => {
+  const owner = ownerOf(table, host)
+  return owner === undefined || owner === table.ownership.owners.get("")?.namespace
+}
+
 /** Where a request for `host` (a Host header, port allowed) and `path` (no query) goes; undefined: nowhere (404). */
 export const lookup = (table: RouteTable, host: string, path: string): Match | undefined => {
   const h = normalizeHost(host)
   const parent = parentDomain(h)
   const named = [table.exact.get(h), parent === undefined ? undefined : table.wildcard.get(parent)].filter((g): g is HostRoutes => g !== undefined)
-  for (const group of [...named, table.any]) {
+  // Another namespace's catch-all never answers for a host someone owns (what it does not route is a 404).
+  const catchAll = catchAllServes(table, h)
+  for (const group of catchAll ? [...named, table.any] : named) {
     const hit = group.paths.find((r) => pathMatches(r.path, r.exact, path))
     if (hit !== undefined) return hit.match
   }
   for (const group of named) if (group.defaults.length > 0) return group.defaults[0]
-  return table.defaultBackend
+  return catchAll ? table.defaultBackend : undefined
 }
 
 /** Which Secret serves a TLS server name (SNI); undefined: the proxy's own default certificate. */
 export const tlsFor = (table: RouteTable, serverName: string | undefined): TlsSource | undefined => {
   const h = normalizeHost(serverName ?? "")
   const parent = parentDomain(h)
-  return (h === "" ? undefined : table.tls.get(h)) ?? (parent === undefined ? undefined : table.tlsWildcard.get(parent)) ?? table.tlsDefault
+  const named = (h === "" ? undefined : table.tls.get(h)) ?? (parent === undefined ? undefined : table.tlsWildcard.get(parent))
+  if (named !== undefined) return named
+  // The certificate for an owned host comes from its owner's namespace only.
+  const owner = ownerOf(table, h)
+  return owner === undefined || owner === table.tlsDefault?.namespace ? table.tlsDefault : undefined
 }
 
 /** A Service as error pages and logs name it: `namespace/name:port`. */
