@@ -42,6 +42,7 @@ import * as PodDns from "../network/PodDns.js"
 import * as Runtime from "../runtime/Runtime.js"
 import * as ContainerEnv from "./ContainerEnv.js"
 import * as ContainerIdentity from "./ContainerIdentity.js"
+import * as ContainerSecurity from "./ContainerSecurity.js"
 import type * as CrashLoopBackoff from "./CrashLoopBackoff.js"
 import * as HostPortAllocator from "./HostPortAllocator.js"
 import * as HostPorts from "./HostPorts.js"
@@ -609,8 +610,8 @@ export const make = (
       const command = line.command.length > 0 || oci ? line.command : line.args
       const args = line.command.length > 0 || oci ? line.args : []
       if (command.length === 0 && !oci) return Either.left(`container "${container.name}" has no command to run on this runtime (${caps.drivers.join(", ") || "no image support"})`)
-      const securityUser = container.securityContext?.runAsUser ?? pod.spec.securityContext?.runAsUser
-      const securityGroup = container.securityContext?.runAsGroup ?? pod.spec.securityContext?.runAsGroup
+      const security = ContainerSecurity.resolve(pod, container)
+      if (Either.isLeft(security)) return Either.left(security.left)
       const limits = container.resources?.limits ?? {}
       const requests = container.resources?.requests ?? {}
       const cpuMillis = milli(limits["cpu"])
@@ -630,7 +631,8 @@ export const make = (
         ...(args.length > 0 ? { args } : {}),
         env: vars,
         ...(container.workingDir === undefined ? {} : { workingDir: container.workingDir }),
-        ...(securityUser !== undefined && caps.runAsUser ? { user: { uid: securityUser, ...(securityGroup === undefined ? {} : { gid: securityGroup }) } } : {}),
+        ...(security.right.user !== undefined && caps.runAsUser ? { user: security.right.user } : {}),
+        security: security.right.security,
         mounts: plan.mounts.get(container.name) ?? [],
         ...(Object.keys(resources).length > 0 ? { resources } : {}),
         labels: ContainerIdentity.labelsFor(pod, container, attempt, init, network === "host" ? HostPorts.encode(hostPorts) : "")

@@ -215,6 +215,30 @@ export const User = Schema.Struct({
 /** A process identity. */
 export type User = typeof User.Type
 
+/**
+ * How a container is confined: the pod's and container's `securityContext`, resolved by the agent
+ * (container fields over pod fields). A spec without it runs as the runtime always did (as
+ * `user`, or the runtime's own user, with the runtime's capabilities); the agent always sends it.
+ */
+export const Security = Schema.Struct({
+  /** Refuse to run as uid 0 (Invalid, "container has runAsNonRoot and image will run as root"). */
+  runAsNonRoot: opt(Schema.Boolean),
+  /** All capabilities, as the runtime's own user (root unless `user` says otherwise). */
+  privileged: opt(Schema.Boolean),
+  /** Capability names (`NET_BIND_SERVICE`, `CAP_` prefix optional, `ALL`) on top of / off the default set. */
+  capabilities: opt(Schema.Struct({ add: opt(Schema.Array(Schema.String)), drop: opt(Schema.Array(Schema.String)) })),
+  /** `false`: the `no_new_privs` bit (set anyway for a process that is not root). */
+  allowPrivilegeEscalation: opt(Schema.Boolean),
+  /** The root filesystem read-only for the container (its mounts keep their own modes). */
+  readOnlyRootFilesystem: opt(Schema.Boolean),
+  /** Without `user`: the primary group of the allocated uid (default: the uid's own number). */
+  runAsGroup: opt(Schema.Number),
+  /** Without `user`: supplementary groups (`supplementalGroups` and `fsGroup`). */
+  supplementalGroups: opt(Schema.Array(Schema.Number))
+})
+/** How a container is confined. */
+export type Security = typeof Security.Type
+
 /** Well-known label keys the agent puts on sandboxes and containers to re-adopt them by `list`. */
 export const Labels = {
   podUid: "fleet.koder.dev/pod-uid",
@@ -245,7 +269,9 @@ export const ContainerSpec = Schema.Struct({
   /** The complete environment (nothing inherited from the runtime). */
   env: opt(StringMap),
   workingDir: opt(Schema.String),
+  /** The process's identity; absent with `security`: a uid the runtime allocates for the pod. */
   user: opt(User),
+  security: opt(Security),
   mounts: opt(Schema.Array(Mount)),
   resources: opt(Resources),
   /** The signal `stop` sends first (default `SIGTERM`). */
