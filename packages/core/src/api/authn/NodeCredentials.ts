@@ -86,6 +86,12 @@ export const bootstrapUser = (id: string): UserInfo => ({ name: `system:bootstra
 /** The user of a node. */
 export const nodeUser = (node: string, uid: string): UserInfo => ({ name: `system:node:${node}`, uid, groups: [nodesGroup, "system:authenticated"] })
 
+const nodeUserPrefix = "system:node:"
+
+/** The node a user acts as (kube's NodeIdentity: `system:node:<name>` in group `system:nodes`), if any. */
+export const nodeNameOf = (user: UserInfo): string | undefined =>
+  user.groups.includes(nodesGroup) && user.name.startsWith(nodeUserPrefix) && user.name.length > nodeUserPrefix.length ? user.name.slice(nodeUserPrefix.length) : undefined
+
 /** A minted join token: give `token` to the agent; it is stored only as a hash. */
 export interface JoinToken {
   readonly id: string
