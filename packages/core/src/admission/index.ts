@@ -4,7 +4,7 @@
  *
  *   NamespaceLifecycle ─ NodeRestriction ─ DefaultServiceAccount ─ Priority ─ DefaultTolerationSeconds
  *     ─ LimitRanger ─ MutatingAdmissionWebhook ─ RegionLabel ─ ValidatingAdmissionWebhook
- *     ─ ResourceQuota ─ ClusterIpAllocator ─ NodePortAllocator
+ *     ─ IngressHostOwnership ─ ResourceQuota ─ ClusterIpAllocator ─ NodePortAllocator
  *
  * NodeRestriction refuses before any webhook sees a node's request; RegionLabel follows the
  * mutating webhooks so the region label is the last word; ResourceQuota is last so usage is
@@ -20,6 +20,7 @@ import type { StoreService } from "../store/Store.js"
 import * as ClusterIpAllocator from "./ClusterIpAllocator.js"
 import * as DefaultServiceAccount from "./DefaultServiceAccount.js"
 import * as DefaultTolerationSeconds from "./DefaultTolerationSeconds.js"
+import * as IngressHostOwnership from "./IngressHostOwnership.js"
 import * as LimitRanger from "./LimitRanger.js"
 import * as Priority from "./Priority.js"
 import * as NamespaceLifecycle from "./NamespaceLifecycle.js"
@@ -32,6 +33,7 @@ import * as Webhooks from "./Webhooks.js"
 export * as ClusterIpAllocator from "./ClusterIpAllocator.js"
 export * as DefaultServiceAccount from "./DefaultServiceAccount.js"
 export * as DefaultTolerationSeconds from "./DefaultTolerationSeconds.js"
+export * as IngressHostOwnership from "./IngressHostOwnership.js"
 export * as LimitRanger from "./LimitRanger.js"
 export * as NamespaceLifecycle from "./NamespaceLifecycle.js"
 export * as NodePortAllocator from "./NodePortAllocator.js"
@@ -52,6 +54,7 @@ export const order: ReadonlyArray<string> = [
   "MutatingAdmissionWebhook",
   RegionLabel.name,
   "ValidatingAdmissionWebhook",
+  IngressHostOwnership.name,
   ResourceQuota.name,
   ClusterIpAllocator.name,
   NodePortAllocator.name
@@ -93,6 +96,7 @@ export const make = (options: Options): Effect.Effect<ReadonlyArray<Admission.Pl
       ...(webhooks === undefined ? [] : [webhooks.mutating]),
       RegionLabel.make({ region: options.region }),
       ...(webhooks === undefined ? [] : [webhooks.validating]),
+      IngressHostOwnership.make(stored),
       ResourceQuota.make(stored),
       ClusterIpAllocator.make({ ...stored, ...(options.serviceClusterIpRange === undefined ? {} : { range: options.serviceClusterIpRange }) }),
       NodePortAllocator.make({ ...stored, ...(options.serviceNodePortRange === undefined ? {} : { range: options.serviceNodePortRange }) })

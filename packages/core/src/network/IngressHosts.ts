@@ -196,6 +196,18 @@ export const withoutLost = (ingress: JsonObject, lost: ReadonlySet<string> | und
   return { ...ingress, spec: { ...spec, rules, tls } }
 }
 
+/** The Ingress with only the claims in `hosts`: rules, TLS hosts and (for `""`) the default backend. */
+export const onlyClaims = (ingress: JsonObject, hosts: ReadonlySet<string>): JsonObject => {
+  const spec = obj(ingress["spec"])
+  const rules = arr(spec["rules"]).filter((r) => hosts.has(normalize(str(obj(r)["host"]))))
+  const tls = arr(spec["tls"]).flatMap((t) => {
+    const kept = arr(obj(t)["hosts"]).map(str).filter((h) => h.trim() !== "" && hosts.has(normalize(h)))
+    return kept.length === 0 ? [] : [{ ...obj(t), hosts: kept }]
+  })
+  const { defaultBackend, ...rest } = spec
+  return { ...ingress, spec: { ...rest, ...(defaultBackend !== undefined && hosts.has("") ? { defaultBackend } : {}), rules, tls } }
+}
+
 /** The message of a lost claim, as the Event and the admission refusal say it. */
 export const describeLoss = (loss: Loss): string => {
   const host = loss.host === "" ? "rules without a host (the catch-all)" : `host ${JSON.stringify(loss.host)}`

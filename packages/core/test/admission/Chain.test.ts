@@ -22,6 +22,7 @@ describe("the default chain", () => {
       "MutatingAdmissionWebhook",
       "RegionLabel",
       "ValidatingAdmissionWebhook",
+      "IngressHostOwnership",
       "ResourceQuota",
       "ClusterIpAllocator",
       "NodePortAllocator"

@@ -7,6 +7,7 @@
  *
  *   client ─▶ :8080 / :8443 (certificate by SNI from the Ingress's Secret)
  *          ─▶ IngressRoutes.lookup(host, path) ─▶ 404 page | 503 page (Service named)
+ *             (a host belongs to one namespace: IngressHosts, with the admin's policy ConfigMap)
  *          ─▶ endpoints in round-robin order, dead ones last ─▶ undici Agent (keep-alive pools)
  *          ─▶ response streamed back | next endpoint (connection refused) | 502 / 504 page
  *   Upgrade (websocket) ─▶ raw TCP to the endpoint, request head re-sent, bytes piped both ways
@@ -24,7 +25,7 @@
  * The per-request path is plain Node streams and promises (it is stream plumbing, and Effect adds
  * nothing there); setup, informers, the status writer and shutdown are Effect, in the caller's scope.
  */
-import { type Client, Controller, Informer, IngressRoutes, ServiceBackends } from "@koder/fleet-core"
+import { type Client, Controller, Informer, IngressHosts, IngressRoutes, ServiceBackends } from "@koder/fleet-core"
 import { Effect, type Scope } from "effect"
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import { createServer as createHttpsServer } from "node:https"
@@ -88,6 +89,7 @@ export interface IngressProxy {
 const ServiceRef: Client.ResourceRef = { apiVersion: "v1", kind: "Service" }
 const EndpointSliceRef: Client.ResourceRef = { apiVersion: "discovery.k8s.io/v1", kind: "EndpointSlice" }
 const SecretRef: Client.ResourceRef = { apiVersion: "v1", kind: "Secret" }
+const ConfigMapRef: Client.ResourceRef = { apiVersion: "v1", kind: "ConfigMap" }
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1), plus ones undici sets itself. */
 const hopByHop = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade", "expect", "http2-settings"])
@@ -232,11 +234,28 @@ export const make = (options: Options): Effect.Effect<IngressProxy, ListenError,
 
     const informers = yield* Informer.makeShared(client)
     const secrets = yield* Informer.make(client, SecretRef, { fieldSelector: "type=kubernetes.io/tls" })
+    // The admin's host → namespace policy: one ConfigMap in kube-system, which only admins write.
+    const { namespace: policyNamespace, name: policyName } = IngressHosts.PolicyConfigMap
+    const policySource = yield* Informer.make(client, ConfigMapRef, { fieldSelector: `metadata.namespace=${policyNamespace},metadata.name=${policyName}` })
+    let policyText = ""
+    let policy: IngressHosts.Policy = []
+    const hostPolicy = (): IngressHosts.Policy => {
+      const data = (policySource.get(policyNamespace, policyName)?.["data"] ?? {}) as Record<string, unknown>
+      const text = JSON.stringify(data)
+      if (text !== policyText) {
+        policyText = text
+        const parsed = IngressHosts.parsePolicy(data)
+        for (const problem of parsed.problems) log(`ConfigMap ${policyNamespace}/${policyName}: ${problem} (ignored)`)
+        policy = parsed.policy
+      }
+      return policy
+    }
     const refs = [IngressStatus.IngressRef, IngressStatus.IngressClassRef, ServiceRef, EndpointSliceRef]
     let dirty = true
     let current: IngressRoutes.RouteTable | undefined
     for (const ref of refs) informers.for(ref).subscribe(() => (dirty = true))
-    yield* Effect.all([...refs.map((r) => informers.for(r).synced), secrets.synced], { discard: true })
+    policySource.subscribe(() => (dirty = true))
+    yield* Effect.all([...refs.map((r) => informers.for(r).synced), secrets.synced, policySource.synced], { discard: true })
     // Rebuilt lazily, by the first request after a change, and at most every `rebuildMs`: a burst
     // of EndpointSlice writes (a rollout) costs one build, not one per write.
     let builtAt = 0
@@ -249,7 +268,8 @@ export const make = (options: Options): Effect.Effect<IngressProxy, ListenError,
           ingresses: informers.for(IngressStatus.IngressRef).list(),
           ingressClasses: informers.for(IngressStatus.IngressClassRef).list(),
           services: informers.for(ServiceRef).list(),
-          endpointSlices: informers.for(EndpointSliceRef).list()
+          endpointSlices: informers.for(EndpointSliceRef).list(),
+          hostPolicy: hostPolicy()
         })
       }
       return current
@@ -469,7 +489,7 @@ export const make = (options: Options): Effect.Effect<IngressProxy, ListenError,
     const bound = [http, https].filter((b) => b !== undefined)
     if (bound.length > 0) {
       const address = { ip: options.advertise ?? advertisedAddress(bound[0]!.host), ports: bound.map((b) => b.port) }
-      yield* Controller.start({ client, informers, reconcilers: [IngressStatus.reconciler(address)], component: "fleet-ingress" })
+      yield* Controller.start({ client, informers, reconcilers: [IngressStatus.reconciler(address, hostPolicy)], component: "fleet-ingress" })
     }
     return { http, https, table }
   })

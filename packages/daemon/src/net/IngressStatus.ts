@@ -3,10 +3,13 @@
  * cluster has none of that name; the default class unless another class already is), and the
  * `status.loadBalancer.ingress` of every Ingress it serves — the address and ports it listens on,
  * which is what `kubectl get ingress` shows under ADDRESS. An Ingress it stops serving (its class
- * changed) loses the entry again. The status writer is a level-triggered reconciler on core's
+ * changed) loses the entry again. An Ingress that claims a host another namespace owns
+ * (`IngressHosts`) gets a Warning Event `HostConflict` naming the owner, and no address when it
+ * serves nothing at all; an Ingress that still serves some of its hosts keeps its address (the
+ * Event says which hosts it does not get). The status writer is a level-triggered reconciler on core's
  * controller runner, so conflicts and API hiccups are retried with backoff.
  */
-import { type ApiError, type Client, type Controller, Informer, Ingress, IngressRoutes } from "@koder/fleet-core"
+import { type ApiError, type Client, type Controller, Informer, Ingress, IngressHosts, IngressRoutes } from "@koder/fleet-core"
 import { Effect } from "effect"
 
 /** The Ingress resource. */
@@ -35,27 +38,58 @@ export interface Address {
   readonly ports: ReadonlyArray<number>
 }
 
-/** The reconciler writing `status.loadBalancer` of served Ingresses. */
-export const reconciler = (address: Address): Controller.Reconciler => ({
-  name: "ingress-status",
-  primary: IngressRef,
-  // A class change (a new default, a class deleted) can change which Ingresses are served.
-  watches: [{ ref: IngressClassRef, keys: (_change, informers) => informers.for(IngressRef).list().map(Informer.keyOf) }],
-  workers: 1,
-  reconcile: (key, ctx) =>
-    Effect.gen(function* () {
-      const { namespace, name } = Informer.splitKey(key)
-      const ingress = ctx.informers.for(IngressRef).get(namespace, name)
-      if (ingress === undefined) return
-      const served = IngressRoutes.isServed(ingress, ctx.informers.for(IngressClassRef).list())
-      const status = obj(ingress["status"])
-      const current = obj(status["loadBalancer"])
-      let wanted: Record<string, unknown>
-      if (served) wanted = obj(IngressRoutes.loadBalancerStatus(address.ip, address.ports)["loadBalancer"])
-      else if (arr(current["ingress"]).some((i) => obj(i)["ip"] === address.ip || obj(i)["hostname"] === address.ip)) wanted = {}
-      else return
-      // Both sides are built the same way (ip/hostname, then ports), so their JSON compares.
-      if (JSON.stringify(current) === JSON.stringify(wanted)) return
-      yield* ctx.client.update({ ...ingress, status: { ...status, loadBalancer: wanted } }, "status")
-    })
-})
+/** The Event reason on an Ingress that claims a host another namespace owns. */
+export const HostConflict = "HostConflict"
+
+/** How often every Ingress is looked at again (the host policy ConfigMap is not a watched input). */
+const resyncMs = 5000
+
+/** The reconciler writing `status.loadBalancer` of served Ingresses; `policy` is the admin's host policy as last read. */
+export const reconciler = (address: Address, policy: () => IngressHosts.Policy = () => []): Controller.Reconciler => {
+  const allKeys = (informers: Informer.Informers) => informers.for(IngressRef).list().map(Informer.keyOf)
+  // What was reported, per Ingress uid: an Event is recorded when the conflict first shows or changes.
+  const reported = new Map<string, string>()
+  return {
+    name: "ingress-status",
+    primary: IngressRef,
+    watches: [
+      // A class change (a new default, a class deleted) can change which Ingresses are served.
+      { ref: IngressClassRef, keys: (_change, informers) => allKeys(informers) },
+      // One Ingress's claims decide the others' (a deleted owner frees its host for the next).
+      { ref: IngressRef, keys: (_change, informers) => allKeys(informers) }
+    ],
+    resync: { everyMs: resyncMs, keys: allKeys },
+    workers: 1,
+    reconcile: (key, ctx) =>
+      Effect.gen(function* () {
+        const { namespace, name } = Informer.splitKey(key)
+        const ingress = ctx.informers.for(IngressRef).get(namespace, name)
+        if (ingress === undefined) return
+        const classes = ctx.informers.for(IngressClassRef).list()
+        const isServed = IngressRoutes.isServed(ingress, classes)
+        const ownership = IngressHosts.decide(ctx.informers.for(IngressRef).list().filter((i) => IngressRoutes.isServed(i, classes)), policy())
+        const losses = isServed ? ownership.losses.filter((l) => l.ingress === key) : []
+        const uid = String(obj(ingress["metadata"])["uid"] ?? key)
+        const message = losses.map(IngressHosts.describeLoss).join("; ")
+        if (message === "") reported.delete(uid)
+        else if (reported.get(uid) !== message) {
+          // Deleted Ingresses' entries are not tracked: forget them all now and then.
+          if (reported.size >= 4096) reported.clear()
+          reported.set(uid, message)
+          const servedHosts = IngressHosts.claimsOf(ingress).length - losses.length
+          yield* ctx.events.record(ingress, "Warning", HostConflict, `${message}; ${servedHosts === 0 ? "this Ingress serves nothing" : "this Ingress serves its other hosts only"}`)
+        }
+        // Serving nothing (every claim lost) is not being served: no address.
+        const served = isServed && (losses.length === 0 || losses.length < IngressHosts.claimsOf(ingress).length)
+        const status = obj(ingress["status"])
+        const current = obj(status["loadBalancer"])
+        let wanted: Record<string, unknown>
+        if (served) wanted = obj(IngressRoutes.loadBalancerStatus(address.ip, address.ports)["loadBalancer"])
+        else if (arr(current["ingress"]).some((i) => obj(i)["ip"] === address.ip || obj(i)["hostname"] === address.ip)) wanted = {}
+        else return
+        // Both sides are built the same way (ip/hostname, then ports), so their JSON compares.
+        if (JSON.stringify(current) === JSON.stringify(wanted)) return
+        yield* ctx.client.update({ ...ingress, status: { ...status, loadBalancer: wanted } }, "status")
+      })
+  }
+}
