@@ -20,7 +20,7 @@ import * as HttpServer from "./HttpServer.js"
 import * as DnsService from "./net/DnsService.js"
 import * as IngressProxy from "./net/IngressProxy.js"
 import * as RemoteNodeAccess from "./RemoteNodeAccess.js"
-import { ensureDir } from "./internal/files.js"
+import { ensurePrivateDir } from "./internal/files.js"
 import * as Logging from "./observability/Logging.js"
 import * as MetricsServer from "./observability/MetricsServer.js"
 import * as SecurityFlags from "./security/Flags.js"
@@ -296,7 +296,7 @@ export const run = (
   Effect.scoped(
     Effect.gen(function* () {
       yield* Effect.tryPromise({
-        try: () => ensureDir(config.dataDir),
+        try: () => ensurePrivateDir(config.dataDir),
         catch: (e) => new ConfigError({ message: `cannot create the data dir ${config.dataDir}: ${describe(e)}` })
       })
       const tls = yield* Tls.ensure({

@@ -4,12 +4,23 @@
  * never readable by others even for a moment.
  */
 import { randomBytes } from "node:crypto"
-import { chmod, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises"
+import { chmod, mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises"
 import { dirname } from "node:path"
 
 /** Create a directory (and its parents) readable only by the owner. */
 export const ensureDir = async (dir: string): Promise<void> => {
   await mkdir(dir, { recursive: true, mode: 0o700 })
+}
+
+/**
+ * Create the data dir, or narrow an existing one, to 0700: it holds the store, keys, tokens and
+ * the box's socket, and nothing in it is anyone else's business.
+ */
+export const ensurePrivateDir = async (dir: string): Promise<void> => {
+  await ensureDir(dir)
+  // Never a shared directory someone pointed the data dir at (/tmp: sticky).
+  const mode = (await stat(dir)).mode
+  if ((mode & 0o077) !== 0 && (mode & 0o1000) === 0) await chmod(dir, 0o700)
 }
 
 /** Replace `path` with `data` atomically; the file ends up with `mode` (default 0600). */

@@ -73,6 +73,31 @@ const readHeader = (filename: string): string | undefined => {
   }
 }
 
+/**
+ * The store holds every object (Secrets sealed, but names, tokens' hashes and all else in the
+ * clear): its file and its WAL are the owner's alone. SQLite creates the WAL (and a -shm) with
+ * the database file's mode, so a new file is made 0600 before SQLite opens it, and an existing
+ * one (from before this rule, or copied in) is narrowed to 0600 with its WAL.
+ */
+const keepPrivate = (filename: string, create: boolean) => {
+  if (filename === ":memory:" || filename === "") return
+  if (create) {
+    try {
+      fs.closeSync(fs.openSync(filename, "wx", 0o600))
+    } catch (e) {
+      // Made meanwhile by another opener: narrowed below like any existing file.
+      if (errorCode(e) !== "EEXIST") throw e
+    }
+  }
+  for (const f of [filename, `${filename}-wal`, `${filename}-shm`]) {
+    try {
+      if ((fs.statSync(f).mode & 0o077) !== 0) fs.chmodSync(f, 0o600)
+    } catch (e) {
+      if (errorCode(e) !== "ENOENT") throw e
+    }
+  }
+}
+
 type Inspection =
   | { readonly kind: "empty" }
   | { readonly kind: "ours"; readonly version: number }
@@ -139,6 +164,7 @@ export const open = (options: OpenOptions): Either.Either<Database.Database, Sql
     if (header !== undefined && header.length > 0 && header !== sqliteHeader) {
       return Either.left(new ForeignFile({ filename, reason: "not a SQLite database" }))
     }
+    keepPrivate(filename, header === undefined)
     db = new Database(filename, { timeout: 0 })
     db.pragma("locking_mode = EXCLUSIVE")
     // Take the write lock now (and keep it), before looking at the contents.
