@@ -151,12 +151,21 @@ const nodeRules: ReadonlyArray<Rule> = [
   rule(["create", "delete"], [""], ["pods"]),
   rule(["update", "patch"], [""], ["pods/status"]),
   rule(["create"], [""], ["pods/eviction"]),
-  rule(["get"], [""], ["secrets", "configmaps", "persistentvolumeclaims", "persistentvolumes"]),
-  rule(["create"], [""], ["serviceaccounts/token"]),
+  // Secrets, ConfigMaps, claims, volumes and ServiceAccount tokens: only through the node's own
+  // pods, which the Node authorizer (NodeAuthorizer.ts) decides before RBAC.
   rule(["get", "create", "update", "patch", "delete"], ["coordination.k8s.io"], ["leases"]),
   rule(read, ["discovery.k8s.io"], ["endpointslices"]),
   rule(read, ["networking.k8s.io"], ["networkpolicies"])
 ]
+
+/**
+ * Rules a built-in role once had and must no longer grant: reconciling removes them from the
+ * stored role (an exact match only, so an administrator's own wider rule is kept).
+ */
+export const retiredRules: Readonly<Record<string, ReadonlyArray<Rule>>> = {
+  // Before the Node authorizer, every node could read every Secret and mint any account's token.
+  "system:node": [rule(["get"], [""], ["secrets", "configmaps", "persistentvolumeclaims", "persistentvolumes"]), rule(["create"], [""], ["serviceaccounts/token"])]
+}
 
 /** The built-in ClusterRoles. */
 export const clusterRoles: ReadonlyArray<Json> = [
@@ -227,9 +236,14 @@ export const reconcile = (stored: Json, builtIn: Json): Json | undefined => {
       for (const s of arr(aggregation["clusterRoleSelectors"])) if (!selectors.some((x) => jsonEqual(x, s))) selectors.push(s)
       return { ...stored, metadata, aggregationRule: { clusterRoleSelectors: selectors }, rules: stored["rules"] ?? [] }
     }
-    const have = roleFromJson(stored)?.rules ?? []
+    const retired = retiredRules[String(bm["name"])] ?? []
+    const kept = arr(stored["rules"]).filter((r) => {
+      const parsed = roleFromJson({ kind: "ClusterRole", metadata: { name: "retired" }, rules: [r] })?.rules[0]
+      return parsed === undefined || !retired.some((x) => ruleEqual(x, parsed))
+    })
+    const have = roleFromJson({ ...stored, rules: kept })?.rules ?? []
     const missing = (builtIn["rules"] as ReadonlyArray<Rule>).filter((r) => !have.some((h) => ruleEqual(h, r)))
-    return { ...stored, metadata, rules: [...arr(stored["rules"]), ...missing] }
+    return { ...stored, metadata, rules: [...kept, ...missing] }
   }
   const subjects = [...arr(stored["subjects"])]
   for (const s of arr(builtIn["subjects"])) if (!subjects.some((x) => jsonEqual(x, s))) subjects.push(s)

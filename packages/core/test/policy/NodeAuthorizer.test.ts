@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest"
 import type * as Authz from "../../src/api/Authz.js"
 import type { UserInfo } from "../../src/api/Http.js"
 import type * as Pod from "../../src/model/Pod.js"
+import * as BootstrapPolicy from "../../src/policy/BootstrapPolicy.js"
 import * as NodeAuthorizer from "../../src/policy/NodeAuthorizer.js"
 import * as Store from "../../src/store/Store.js"
 import * as Keys from "../../src/store/Keys.js"
@@ -154,4 +155,22 @@ describe("NodeAuthorizer.make", () => {
       expect(yield* index.authorize(attrs("get", "secrets", "shop", "vol-secret"))).toEqual({ allowed: false, reason: "no relationship found between node 'n1' and this object" })
     }).pipe(Effect.provide(Store.layerMemory))
   )
+})
+
+describe("BootstrapPolicy.reconcile and the node role", () => {
+  const builtIn = BootstrapPolicy.clusterRoles.find((r) => (r["metadata"] as { name: string }).name === "system:node")!
+  const stored = (extra: ReadonlyArray<unknown>) => ({ ...builtIn, rules: [...(builtIn["rules"] as ReadonlyArray<unknown>), ...extra] })
+  it("no longer grants nodes Secrets, ConfigMaps, claims, volumes or tokens", () => {
+    const rules = JSON.stringify(builtIn["rules"])
+    for (const r of ["secrets", "configmaps", "persistentvolumeclaims", "persistentvolumes", "serviceaccounts/token"]) expect(rules).not.toContain(`"${r}"`)
+  })
+  it("removes the retired rules from a role stored by an older server, and keeps an administrator's own", () => {
+    const old = stored([
+      { verbs: ["get"], apiGroups: [""], resources: ["secrets", "configmaps", "persistentvolumeclaims", "persistentvolumes"] },
+      { verbs: ["create"], apiGroups: [""], resources: ["serviceaccounts/token"] },
+      { verbs: ["get"], apiGroups: [""], resources: ["secrets"], resourceNames: ["node-ca"] }
+    ])
+    const next = BootstrapPolicy.reconcile(old, builtIn)!
+    expect(next["rules"]).toEqual([...(builtIn["rules"] as ReadonlyArray<unknown>), { verbs: ["get"], apiGroups: [""], resources: ["secrets"], resourceNames: ["node-ca"] }])
+  })
 })

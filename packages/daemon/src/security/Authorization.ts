@@ -1,11 +1,11 @@
 /**
- * The server's authorization (DESIGN §10): RBAC with default deny. At start it writes the bootstrap
+ * The server's authorization (DESIGN §10): the Node authorizer, then RBAC with default deny. At start it writes the bootstrap
  * policy (built-in ClusterRoles and ClusterRoleBindings, idempotently), follows every RBAC object
  * in an in-memory index, and contributes the authorizer, the review and accessible-namespaces
  * endpoints, and the privilege-escalation admission check.
  * `--authorization-mode AlwaysAllow` turns RBAC off (development only).
  */
-import { BootstrapPolicy, RbacApi, RbacEscalation, RbacIndex } from "@koder/fleet-core"
+import { BootstrapPolicy, NodeAuthorizer, RbacApi, RbacEscalation, RbacIndex } from "@koder/fleet-core"
 import { Effect, Schedule, type Scope } from "effect"
 import type { Context, Contribution } from "./Context.js"
 
@@ -34,9 +34,13 @@ export const make = (context: Context): Effect.Effect<Contribution, never, Scope
       Effect.catchAll(() => Effect.logError("bootstrap RBAC policy could not be written; only system:masters is authorized"))
     )
     const index = yield* RbacIndex.make(context.store)
-    RbacApi.install(context.registry, RbacApi.Evaluator.fromIndex(index), context.store)
+    // kube-apiserver's `--authorization-mode Node,RBAC`: a node's reads of Secrets, ConfigMaps,
+    // claims and tokens are decided by its pods first; reviews answer through the same chain.
+    const nodes = yield* NodeAuthorizer.make(context.store)
+    const authorize = NodeAuthorizer.chain(nodes.authorize, index.authorize)
+    RbacApi.install(context.registry, { ...RbacApi.Evaluator.fromIndex(index), authorize }, context.store)
     return {
-      authorize: index.authorize,
+      authorize,
       admission: [RbacEscalation.plugin(index.policy)],
       ...(chosen === undefined ? { banner: [`unknown --authorization-mode ${JSON.stringify(context.flags["authorization-mode"])}; using RBAC`] } : {})
     }

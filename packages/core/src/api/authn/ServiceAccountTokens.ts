@@ -3,10 +3,12 @@
  * issued through the TokenRequest subresource (`POST .../serviceaccounts/{name}/token`) and
  * accepted by an authenticator that checks signature, issuer, audience, lifetime, and that the
  * ServiceAccount still exists with the uid the token was issued for, so deleting the account
- * revokes every token of it.
+ * revokes every token of it. A token bound to a pod (`spec.boundObjectRef`, as the agent's
+ * projected tokens are) also dies with that pod; a node may only mint tokens bound to a pod of
+ * its own running as that ServiceAccount (kube's NodeRestriction).
  *
- *   TokenRequest ─▶ SA exists? ─▶ sign {iss, sub, aud, exp, kubernetes.io} ─▶ status.token
- *   Bearer JWT ─▶ iss ours? ─▶ verify (key, iss, aud, exp, nbf) ─▶ SA uid unchanged? ─▶ user
+ *   TokenRequest ─▶ SA exists? ─▶ bound pod exists (uid, account, node)? ─▶ sign {iss, sub, aud, exp, kubernetes.io} ─▶ status.token
+ *   Bearer JWT ─▶ iss ours? ─▶ verify (key, iss, aud, exp, nbf) ─▶ SA uid unchanged? ─▶ bound pod still there? ─▶ user
  */
 import { Clock, Data, Effect, Either, Option } from "effect"
 import * as jose from "jose"
@@ -21,6 +23,7 @@ import { bearer } from "../Authn.js"
 import * as Body from "../Body.js"
 import { json, type UserInfo } from "../Http.js"
 import * as Objects from "../Objects.js"
+import { nodeNameOf } from "./NodeCredentials.js"
 
 /** The issuer Kubernetes uses unless told otherwise. */
 export const defaultIssuer = "https://kubernetes.default.svc"
@@ -106,6 +109,12 @@ export interface Subject {
   readonly uid: string
 }
 
+/** The pod a token is bound to: the token is valid only while a pod of that name and uid exists. */
+export interface BoundPod {
+  readonly name: string
+  readonly uid: string
+}
+
 /** A signed token and when it expires (epoch seconds). */
 export interface Issued {
   readonly token: string
@@ -113,12 +122,16 @@ export interface Issued {
 }
 
 /** Sign a token for `subject`, valid from `nowMillis` for `expirationSeconds` (already bounded). */
-export const sign = (config: Config, subject: Subject, audiences: ReadonlyArray<string>, expirationSeconds: number, nowMillis: number): Effect.Effect<Issued> =>
+export const sign = (config: Config, subject: Subject, audiences: ReadonlyArray<string>, expirationSeconds: number, nowMillis: number, pod?: BoundPod): Effect.Effect<Issued> =>
   Effect.promise(async () => {
     const iat = Math.floor(nowMillis / 1000)
     const expiresAt = iat + expirationSeconds
     const token = await new jose.SignJWT({
-      "kubernetes.io": { namespace: subject.namespace, serviceaccount: { name: subject.name, uid: subject.uid } }
+      "kubernetes.io": {
+        namespace: subject.namespace,
+        serviceaccount: { name: subject.name, uid: subject.uid },
+        ...(pod === undefined ? {} : { pod: { name: pod.name, uid: pod.uid } })
+      }
     })
       .setProtectedHeader({ alg: config.key.alg, kid: config.key.kid })
       .setIssuer(config.issuer)
@@ -144,8 +157,33 @@ const currentUid = (store: StoreService, namespace: string, name: string): Effec
     Effect.orElseSucceed(() => Option.none<string>())
   )
 
+const podKey = (namespace: string, name: string) => Keys.object({ group: "", resource: "pods", namespace, name })
+
+/** The stored pod, if it exists. */
+const storedPod = (store: StoreService, namespace: string, name: string): Effect.Effect<Option.Option<Record<string, unknown>>> =>
+  store.get(podKey(namespace, name)).pipe(
+    Effect.map((kv) => Option.some(Objects.fromStored(kv))),
+    Effect.orElseSucceed(() => Option.none<Record<string, unknown>>())
+  )
+
+/** How long a bound pod's tokens outlive the start of its deletion (Kubernetes: 60 s). */
+export const boundPodGraceSeconds = 60
+
+/** Whether the pod a token is bound to still stands (same uid, not deleting for longer than the grace). */
+const podStands = (store: StoreService, namespace: string, pod: BoundPod, nowMillis: number): Effect.Effect<boolean> =>
+  Effect.map(storedPod(store, namespace, pod.name), (found) => {
+    if (Option.isNone(found)) return false
+    const m = Objects.meta(found.value)
+    const deleting = typeof m["deletionTimestamp"] === "string" ? Date.parse(m["deletionTimestamp"]) : NaN
+    return m["uid"] === pod.uid && !(deleting + boundPodGraceSeconds * 1000 < nowMillis)
+  })
+
 interface Claims {
-  readonly "kubernetes.io"?: { readonly namespace?: unknown; readonly serviceaccount?: { readonly name?: unknown; readonly uid?: unknown } }
+  readonly "kubernetes.io"?: {
+    readonly namespace?: unknown
+    readonly serviceaccount?: { readonly name?: unknown; readonly uid?: unknown }
+    readonly pod?: { readonly name?: unknown; readonly uid?: unknown }
+  }
 }
 
 const unverifiedIssuer = (token: string): string | undefined => {
@@ -185,6 +223,11 @@ export const authenticator = (config: Config, store: StoreService): Authenticato
     if (verified.right.payload.sub !== userName(namespace, name)) return Option.none()
     const stored = yield* currentUid(store, namespace, name)
     if (Option.isNone(stored) || stored.value !== uid) return Option.none()
+    const pod = k8s?.pod
+    if (pod !== undefined) {
+      if (typeof pod.name !== "string" || typeof pod.uid !== "string") return Option.none()
+      if (!(yield* podStands(store, namespace, { name: pod.name, uid: pod.uid }, yield* Clock.currentTimeMillis))) return Option.none()
+    }
     return Option.some(userOf(namespace, name, uid))
   })
 
@@ -214,23 +257,65 @@ export const tokenRequest = (config: Config): SubresourceHandler => ({
       const asked = spec["expirationSeconds"] ?? defaultExpirationSeconds
       if (typeof asked !== "number" || !Number.isInteger(asked)) errors.push(FieldError.invalid("spec.expirationSeconds", asked, "must be an integer"))
       else if (asked < minExpirationSeconds) errors.push(FieldError.invalid("spec.expirationSeconds", asked, "may not specify a duration less than 10 minutes"))
+      const ref = spec["boundObjectRef"]
+      const bound = ref === undefined || ref === null ? undefined : typeof ref === "object" && !Array.isArray(ref) ? (ref as Record<string, unknown>) : {}
+      if (bound !== undefined) {
+        // Only pods are bindable here (Kubernetes also binds to Secrets and Nodes).
+        if (bound["kind"] !== "Pod") errors.push(FieldError.notSupported("spec.boundObjectRef.kind", bound["kind"], ["Pod"]))
+        if (bound["apiVersion"] !== undefined && bound["apiVersion"] !== "v1") errors.push(FieldError.notSupported("spec.boundObjectRef.apiVersion", bound["apiVersion"], ["v1"]))
+        if (typeof bound["name"] !== "string" || bound["name"] === "") errors.push(FieldError.required("spec.boundObjectRef.name"))
+        if (bound["uid"] !== undefined && typeof bound["uid"] !== "string") errors.push(FieldError.invalid("spec.boundObjectRef.uid", bound["uid"], "must be a string"))
+      }
       if (errors.length > 0) return yield* Effect.fail(invalid(name, errors))
       const stored = yield* currentUid(context.store, namespace, name)
       if (Option.isNone(stored)) return yield* Effect.fail(ApiError.of(Status.notFound("serviceaccounts", name)))
+      const pod = yield* boundPod(context.store, request.user, namespace, name, bound)
       const wantedAudiences = (audiences as ReadonlyArray<string>).length > 0 ? (audiences as ReadonlyArray<string>) : audiencesOf(config)
       const seconds = Math.min(asked as number, config.maxExpirationSeconds ?? defaultMaxExpirationSeconds)
       const now = yield* Clock.currentTimeMillis
-      const issued = yield* sign(config, { namespace, name, uid: stored.value }, wantedAudiences, seconds, now)
+      const issued = yield* sign(config, { namespace, name, uid: stored.value }, wantedAudiences, seconds, now, pod)
       const metadata = Objects.meta(body)
       return json(201, {
         kind: "TokenRequest",
         apiVersion: "authentication.k8s.io/v1",
         metadata: { ...metadata, name, namespace, creationTimestamp: Objects.timestamp(now) },
-        spec: { ...spec, audiences: wantedAudiences, expirationSeconds: seconds, boundObjectRef: spec["boundObjectRef"] ?? null },
+        spec: { ...spec, audiences: wantedAudiences, expirationSeconds: seconds, boundObjectRef: pod === undefined ? null : { kind: "Pod", apiVersion: "v1", name: pod.name, uid: pod.uid } },
         status: { token: issued.token, expirationTimestamp: Objects.timestamp(issued.expiresAt * 1000) }
       })
     })
 })
+
+/**
+ * The pod a TokenRequest binds to, checked as kube-apiserver does: it exists with the given uid and
+ * runs as this ServiceAccount; a node must bind, with a uid, to a pod bound to itself (NodeRestriction).
+ */
+const boundPod = (
+  store: StoreService,
+  user: UserInfo,
+  namespace: string,
+  account: string,
+  ref: Record<string, unknown> | undefined
+): Effect.Effect<BoundPod | undefined, ApiError.ApiError> =>
+  Effect.gen(function* () {
+    const node = nodeNameOf(user)
+    const refuse = (detail: string) => Effect.fail(ApiError.of(Status.forbidden("serviceaccounts/token", account, detail)))
+    if (ref === undefined) return node === undefined ? undefined : yield* refuse("node requested token not bound to a pod")
+    const name = String(ref["name"])
+    const uid = typeof ref["uid"] === "string" && ref["uid"] !== "" ? ref["uid"] : undefined
+    if (node !== undefined && uid === undefined) return yield* refuse("node requested token with a pod binding without a uid")
+    const pod = yield* storedPod(store, namespace, name)
+    if (Option.isNone(pod)) return yield* Effect.fail(ApiError.of(Status.notFound("pods", name)))
+    const m = Objects.meta(pod.value)
+    const spec = (pod.value["spec"] ?? {}) as Record<string, unknown>
+    if (uid !== undefined && m["uid"] !== uid) {
+      const detail = `the UID in the bound object reference (${uid}) does not match the UID in record. The object might have been deleted and then recreated`
+      return yield* node !== undefined ? refuse(detail) : Effect.fail(ApiError.of(Status.conflict("serviceaccounts/token", account, detail)))
+    }
+    if (node !== undefined && spec["nodeName"] !== node) return yield* refuse("node requested token bound to a pod scheduled on a different node")
+    const runsAs = typeof spec["serviceAccountName"] === "string" && spec["serviceAccountName"] !== "" ? spec["serviceAccountName"] : "default"
+    if (runsAs !== account) return yield* Effect.fail(ApiError.badRequest(`cannot bind token for serviceaccount "${account}" to pod running with different serviceaccount name.`))
+    return { name, uid: String(m["uid"] ?? "") }
+  })
 
 const eitherToEffect = <A>(e: Either.Either<A, ApiError.ApiError>): Effect.Effect<A, ApiError.ApiError> =>
   Either.isRight(e) ? Effect.succeed(e.right) : Effect.fail(e.left)

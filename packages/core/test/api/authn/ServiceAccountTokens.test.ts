@@ -128,6 +128,41 @@ describe("ServiceAccount tokens", () => {
       })
     ))
 
+  it("binds a token to a pod: it names the pod, and dies with it; a wrong uid, account or kind is refused", () =>
+    run(
+      Effect.gen(function* () {
+        const { server } = yield* setup()
+        yield* prepare(server)
+        const podOf = (name: string, serviceAccountName: string) => ({ apiVersion: "v1", kind: "Pod", metadata: { name }, spec: { serviceAccountName, containers: [{ name: "c", image: "busybox" }] } })
+        const web = (yield* p(() => call(server, "POST", "/api/v1/namespaces/team/pods", admin, podOf("web", "builder")))).body
+        expect(web.metadata.uid).toBeTypeOf("string")
+        yield* p(() => call(server, "POST", "/api/v1/namespaces/team/pods", admin, podOf("other", "default")))
+        const bind = (ref: Record<string, unknown>) => p(() => call(server, "POST", tokenPath, admin, tokenRequest({ boundObjectRef: ref })))
+
+        const issued = yield* bind({ apiVersion: "v1", kind: "Pod", name: "web" })
+        expect(issued.status).toBe(201)
+        expect(issued.body.spec.boundObjectRef).toEqual({ kind: "Pod", apiVersion: "v1", name: "web", uid: web.metadata.uid })
+        expect(jose.decodeJwt(issued.body.status.token)).toMatchObject({ "kubernetes.io": { pod: { name: "web", uid: web.metadata.uid } } })
+
+        expect((yield* bind({ kind: "Pod", name: "web", uid: "not-its-uid" })).status).toBe(409)
+        const otherAccount = yield* bind({ kind: "Pod", name: "other" })
+        expect(otherAccount.status).toBe(400)
+        expect(otherAccount.body.message).toContain("different serviceaccount name")
+        expect((yield* bind({ kind: "Pod", name: "ghost" })).status).toBe(404)
+        const secret = yield* bind({ kind: "Secret", name: "web" })
+        expect(secret.status).toBe(422)
+        expect(secret.body.message).toContain("spec.boundObjectRef.kind")
+
+        const token = issued.body.status.token as string
+        expect((yield* p(() => call(server, "GET", "/api/v1/namespaces/team/configmaps", token))).status).toBe(200)
+        expect((yield* p(() => call(server, "DELETE", "/api/v1/namespaces/team/pods/web", admin))).status).toBe(200)
+        expect((yield* p(() => call(server, "GET", "/api/v1/namespaces/team/configmaps", token))).status).toBe(401)
+        // Recreated under the same name, it is another pod: the token stays dead.
+        yield* p(() => call(server, "POST", "/api/v1/namespaces/team/pods", admin, podOf("web", "builder")))
+        expect((yield* p(() => call(server, "GET", "/api/v1/namespaces/team/configmaps", token))).status).toBe(401)
+      })
+    ))
+
   it("rejects wrong audience, wrong issuer, expired, not-yet-valid and foreign-key tokens", () =>
     run(
       Effect.gen(function* () {
