@@ -7,7 +7,7 @@
 import { MetricRegistry } from "@koder/fleet-core"
 import { Cause, Effect, Exit, LogLevel, Option } from "effect"
 import { writeFileSync } from "node:fs"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 import { parentPort, type MessagePort } from "node:worker_threads"
 import * as Box from "../box/Box.js"
 import * as EventLoopScheduler from "../internal/EventLoopScheduler.js"
@@ -48,7 +48,7 @@ const stopAsked = Effect.async<void>((resume) => {
 })
 
 const node = Effect.gen(function* () {
-  const boxConfig = Box.parseFlags(["--data-dir", data.boxDir, "--socket", join(data.boxDir, "box.sock"), "--shim", data.shim])
+  const boxConfig = Box.parseFlags(["--data-dir", data.boxDir, "--socket", join(data.boxDir, "box.sock"), "--shim", data.shim, "--hide", dirname(data.boxDir), "--hide", data.agentDir])
   if (typeof boxConfig === "string") return yield* Effect.fail({ message: boxConfig })
   const box = yield* Effect.acquireRelease(
     Effect.tryPromise({

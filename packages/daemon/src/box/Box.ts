@@ -8,7 +8,7 @@
  */
 import type { Runtime } from "@koder/fleet-core"
 import { homedir } from "node:os"
-import { join, resolve } from "node:path"
+import { dirname, join, resolve } from "node:path"
 import { parseArgs } from "node:util"
 import * as KboxServer from "./KboxServer.js"
 import * as RuncDriver from "./RuncDriver.js"
@@ -28,6 +28,8 @@ export interface Config {
   readonly bridge?: string
   /** How the process driver starts containers: the native shim when it can (`auto`), or `sh`. */
   readonly shim?: ShimFlag.Shim
+  /** Directories pods must not see (process driver, NodeHiding.ts), besides the box's own and its socket's. */
+  readonly hide?: ReadonlyArray<string>
 }
 
 /** `koder-fleet box --help`. */
@@ -44,11 +46,13 @@ export const usage = `usage: koder-fleet box [flags]
   --bridge NAME            the bridge pods with their own network namespace attach to (default fleet0;
                            isolated network mode: root, namespaces and iproute2)
   --shim auto|sh           auto: start containers with the native shim, built once with the machine's
-                           C compiler (default; the sh chain without one); sh: always the sh chain`
+                           C compiler (default; the sh chain without one); sh: always the sh chain
+  --hide DIR               a directory pods must not see (repeatable; always hidden: the data dir, the
+                           socket's directory and FLEET_DATA_DIR or ~/.koder-fleet; see docs/box.md)`
 
 /** Parse flags; a string is the error to print. */
 export const parseFlags = (args: ReadonlyArray<string>): Config | string => {
-  let values: Record<string, string | boolean | undefined>
+  let values: Record<string, string | boolean | Array<string> | undefined>
   try {
     values = parseArgs({
       args: [...args],
@@ -61,7 +65,8 @@ export const parseFlags = (args: ReadonlyArray<string>): Config | string => {
         "log-max-size": { type: "string" },
         "log-max-files": { type: "string" },
         bridge: { type: "string" },
-        shim: { type: "string" }
+        shim: { type: "string" },
+        hide: { type: "string", multiple: true }
       },
       strict: true,
       allowPositionals: false
@@ -70,9 +75,9 @@ export const parseFlags = (args: ReadonlyArray<string>): Config | string => {
     return e instanceof Error ? e.message : String(e)
   }
   const str = (k: string) => (typeof values[k] === "string" ? (values[k] as string) : undefined)
-  const dataDir = resolve(
-    str("data-dir") ?? join(process.env.FLEET_DATA_DIR ?? join(homedir(), ".koder-fleet"), "box")
-  )
+  const fleetDir = resolve(process.env.FLEET_DATA_DIR ?? join(homedir(), ".koder-fleet"))
+  const dataDir = resolve(str("data-dir") ?? join(fleetDir, "box"))
+  const hide = Array.isArray(values.hide) ? values.hide.map((d) => resolve(d)) : []
   const driver = str("driver") ?? "process"
   if (driver !== "process" && driver !== "runc") return `--driver ${JSON.stringify(driver)}: expected process or runc`
   const isolation = str("isolation") ?? "auto"
@@ -91,8 +96,9 @@ export const parseFlags = (args: ReadonlyArray<string>): Config | string => {
   if (typeof logMaxBytes === "string") return logMaxBytes
   const logMaxFiles = count("log-max-files", 2, 0)
   if (typeof logMaxFiles === "string") return logMaxFiles
+  const socketPath = resolve(str("socket") ?? join(dataDir, "box.sock"))
   return {
-    socketPath: resolve(str("socket") ?? join(dataDir, "box.sock")),
+    socketPath,
     dataDir,
     driver,
     isolation,
@@ -100,7 +106,9 @@ export const parseFlags = (args: ReadonlyArray<string>): Config | string => {
     logMaxBytes,
     logMaxFiles,
     bridge: str("bridge") ?? "fleet0",
-    shim: shim.shim
+    shim: shim.shim,
+    // The socket's directory: a pod must not even find the socket (it is root's, 0600, anyway).
+    hide: [dirname(socketPath), fleetDir, ...hide]
   }
 }
 
@@ -122,7 +130,7 @@ export const start = async (config: Config): Promise<Box> => {
     config.driver === "runc"
       ? { ...RuncDriver.open({ dataDir: config.dataDir, logRotation }), shim: undefined }
       : (() => {
-          const d = ProcessDriver.open({ dataDir: config.dataDir, isolation: config.isolation, cgroups: config.cgroups, logRotation, ...(config.bridge === undefined ? {} : { bridge: config.bridge }), ...(config.shim === undefined ? {} : { shim: config.shim }) })
+          const d = ProcessDriver.open({ dataDir: config.dataDir, isolation: config.isolation, cgroups: config.cgroups, logRotation, ...(config.bridge === undefined ? {} : { bridge: config.bridge }), ...(config.shim === undefined ? {} : { shim: config.shim }), ...(config.hide === undefined ? {} : { hide: config.hide }) })
           return { runtime: toRuntime(d), info: d.info, shim: d.shim, close: () => d.close() }
         })()
   const runtime = driver.runtime

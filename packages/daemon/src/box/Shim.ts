@@ -32,6 +32,7 @@
  * chain with `setpriv` and **stage 2**, an `sh` that makes those checks as that user.
  */
 import type * as Cgroups from "./Cgroups.js"
+import { setprivArgs } from "./Confinement.js"
 import { quote } from "./Launcher.js"
 
 /**
@@ -139,7 +140,21 @@ export interface Context {
   /** The pod has its own network namespace (held by the holder too). */
   readonly net?: boolean
   readonly user: { readonly uid: number; readonly gid?: number; readonly supplementalGroups?: ReadonlyArray<number> } | undefined
+  /** Exactly these capabilities (Confinement.ts); undefined: the launcher's. */
+  readonly capabilities?: ReadonlyArray<string> | undefined
+  readonly noNewPrivs?: boolean
+  /** The container's root filesystem read-only: a mount namespace of its own, `/` remounted ro. */
+  readonly readOnlyRoot?: boolean
 }
+
+/** Does the container change its identity or privileges (setpriv, then stage 2)? */
+const confined = (ctx: Context): boolean =>
+  ctx.user !== undefined || ctx.capabilities !== undefined || ctx.noNewPrivs === true || ctx.readOnlyRoot === true
+
+/** In a mount namespace of the container's own, `/` read-only (its volumes keep their modes), then its argv. */
+export const readOnlyRootScript = `mount -o remount,bind,ro / || exit 1
+exec "$@"
+`
 
 /** nsenter into a pod's namespaces, without the closing `--`. */
 const enter = (tools: Tools, ctx: Context): Array<string> =>
@@ -151,17 +166,11 @@ const enter = (tools: Tools, ctx: Context): Array<string> =>
 const inside = (tools: Tools, ctx: Context, failCode: number, workingDir: string, argv: ReadonlyArray<string>) => {
   const out: Array<string> = enter(tools, ctx)
   if (out.length > 0) out.push("--")
-  if (ctx.user !== undefined && tools.setpriv !== undefined) {
-    const gid = ctx.user.gid ?? ctx.user.uid
-    const groups = ctx.user.supplementalGroups ?? []
-    out.push(
-      tools.setpriv,
-      `--reuid=${ctx.user.uid}`,
-      `--regid=${gid}`,
-      groups.length === 0 ? "--clear-groups" : `--groups=${groups.join(",")}`,
-      "--"
-    )
-  }
+  if (ctx.readOnlyRoot === true && tools.unshare !== undefined)
+    out.push(tools.unshare, "--mount", "--propagation", "private", "--", tools.sh, "-c", readOnlyRootScript, "ro")
+  const user = ctx.user === undefined ? undefined : { uid: ctx.user.uid, gid: ctx.user.gid ?? ctx.user.uid, groups: ctx.user.supplementalGroups ?? [] }
+  const args = setprivArgs({ user, capabilities: ctx.capabilities, noNewPrivs: ctx.noNewPrivs === true, readOnlyRoot: false })
+  if (args.length > 0 && tools.setpriv !== undefined) out.push(tools.setpriv, ...args, "--")
   out.push(tools.sh, "-c", stage2Script, "stage2", String(failCode), workingDir, ...argv)
   return out
 }
@@ -189,7 +198,7 @@ export interface Workload {
  * Does the native shim start this workload? It does unless the container runs as another user:
  * stage 2 then checks the command as that user.
  */
-export const nativeFits = (tools: Tools, workload: Pick<Workload, "ctx">): boolean => tools.native !== undefined && workload.ctx.user === undefined
+export const nativeFits = (tools: Tools, workload: Pick<Workload, "ctx">): boolean => tools.native !== undefined && !confined(workload.ctx)
 
 /** How a native launch file begins (native/fleet-shim.c); the native launcher sources anything else with sh. */
 export const nativeMagic = "fleet-shim-launch 1\n"
@@ -233,7 +242,7 @@ export const launchFile = (tools: Tools, dir: string, workload: Workload): strin
   const isolated = ctx.holderPid !== undefined && tools.nsenter !== undefined
   // The shim checks the command and enters the working directory itself, unless the container
   // runs as another user (then stage 2 does, as that user) or nsenter cannot enter it.
-  const check = ctx.user === undefined && (workingDir === "" || !isolated || tools.nsenterWdns)
+  const check = !confined(ctx) && (workingDir === "" || !isolated || tools.nsenterWdns)
   // Every fork the launcher and the shim make with `&` ignores SIGINT and SIGQUIT (POSIX, for
   // asynchronous commands without job control), and an exec keeps what is ignored: env puts them
   // back, or `kfleet signal INT` and a stopSignal of SIGINT or SIGQUIT would reach nothing.
