@@ -1,11 +1,13 @@
 /**
  * Request bodies: JSON or YAML by Content-Type, bounded, parsed into plain JSON values. Malformed
- * input is a 400 naming what was wrong; an unsupported media type is a 415. Nothing here throws.
+ * input is a 400 naming what was wrong (YAML alias bombs and bodies nested deeper than
+ * `maxBodyDepth` included); an unsupported media type is a 415. Nothing here throws.
  */
 import { Either } from "effect"
 import * as YAML from "yaml"
 import * as Status from "../model/Status.js"
 import * as ApiError from "./ApiError.js"
+import { depthAtMost } from "./internal/patchValue.js"
 
 /** The largest object the API stores (DESIGN §5: 1.5 MiB, as etcd's default request limit). */
 export const maxObjectBytes = 1.5 * 1024 * 1024
@@ -34,16 +36,42 @@ export const parse = (
   } catch {
     return Either.left(ApiError.badRequest("the request body is not valid UTF-8"))
   }
-  if (type === "application/yaml") {
+  const parsed = type === "application/yaml" ? parseYaml(text) : parseJson(text)
+  return Either.flatMap(parsed, (value) =>
+    depthAtMost(value, maxBodyDepth)
+      ? Either.right(value)
+      : Either.left(ApiError.badRequest(`the request body nests deeper than ${maxBodyDepth} levels`))
+  )
+}
+
+/**
+ * How deeply a body's arrays and objects may nest. Every later step (decoding, defaulting,
+ * patching, comparing) walks objects recursively, so a deeper body could overflow the stack;
+ * Kubernetes objects nest about 20 levels, a CustomResourceDefinition's schema a few dozen.
+ */
+export const maxBodyDepth = 500
+
+// Aliases may expand to at most this many nodes (the `yaml` library's guard against "billion
+// laughs" bombs, which it reports by throwing).
+const maxAliasCount = 100
+
+const parseYaml = (text: string): Either.Either<unknown, ApiError.ApiError> => {
+  try {
     const docs = YAML.parseAllDocuments(text)
     const list = Array.isArray(docs) ? docs : [docs]
     if (list.length !== 1) return Either.left(ApiError.badRequest(`the YAML body must hold exactly one document, found ${list.length}`))
     const doc = list[0]!
-    if (doc.errors.length > 0) {
-      return Either.left(ApiError.badRequest(`error converting YAML to JSON: ${doc.errors[0]!.message.split("\n")[0]}`))
-    }
-    return Either.right(doc.toJS({ maxAliasCount: 100 }))
+    if (doc.errors.length > 0) return Either.left(yamlError(doc.errors[0]!.message))
+    return Either.right(doc.toJS({ maxAliasCount }))
+  } catch (e) {
+    // An alias bomb (ReferenceError), or nesting deep enough to overflow the library's recursion.
+    return Either.left(yamlError(e instanceof Error ? e.message : String(e)))
   }
+}
+
+const yamlError = (message: string) => ApiError.badRequest(`error converting YAML to JSON: ${message.split("\n")[0]}`)
+
+const parseJson = (text: string): Either.Either<unknown, ApiError.ApiError> => {
   try {
     return Either.right(JSON.parse(text))
   } catch (e) {

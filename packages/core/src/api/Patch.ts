@@ -3,7 +3,9 @@
  * JSON Merge Patch (RFC 7386) and strategic merge patch (built-in kinds only, with Kubernetes'
  * merge keys), chosen by the request's Content-Type. Inputs are never changed; every failure is a
  * `PatchError` that `toApiError` turns into the Status kube-apiserver would send (400, 413, 415,
- * 422). Server-side apply (`application/apply-patch+yaml`) is not supported yet and answers 415.
+ * 422). What a patch can make the server compute is bounded: at most 10,000 JSON Patch operations
+ * (413), at most 3 MiB copied by `copy` operations (422), a result no larger than the object size
+ * limit (413), and merges that take time linear in the object and the patch. Server-side apply (`application/apply-patch+yaml`) is not supported yet and answers 415.
  *
  *   Content-Type ──parseContentType──▶ PatchType ──┬─ json      ─▶ jsonPatch
  *                                                  ├─ merge     ─▶ mergePatch
@@ -15,11 +17,13 @@ import type * as ApiError from "./ApiError.js"
 import { applyJsonPatch } from "./internal/patchJson.js"
 import { applyMergePatch } from "./internal/patchMerge.js"
 import { builtInMergeKeys as builtIn, objectMetaMergeKeys } from "./internal/patchMergeKeys.js"
-import { malformed, notApplicable, type PatchError, unsupported } from "./internal/patchError.js"
+import { malformed, notApplicable, type PatchError, tooLarge, unsupported } from "./internal/patchError.js"
 import { applyStrategicMergePatch, byValue as byValueKey, type MergeKeys as Keys } from "./internal/patchStrategic.js"
-import { depthAtMost, getOwn, isObject, maxDepth } from "./internal/patchValue.js"
+import { depthAtMost, getOwn, isObject, jsonSizeAtMost, maxDepth } from "./internal/patchValue.js"
+import { maxObjectBytes } from "./Body.js"
 
 export { PatchError } from "./internal/patchError.js"
+export { maxCopyBytes, maxOperations } from "./internal/patchJson.js"
 export type { PatchErrorReason } from "./internal/patchError.js"
 
 /** The patch formats, named as `kubectl patch --type` names them. */
@@ -112,7 +116,8 @@ export const strategicMergePatch = (
  * Applies a PATCH body of media type `contentType` to the object `original`. For strategic merge
  * patch, `mergeKeys` is a table, or the `apiVersion/kind` (`"apps/v1/Deployment"`) whose keys to
  * use, and defaults to `original`'s own apiVersion/kind; a kind without merge keys (a custom
- * resource) is 415, as in kube-apiserver. The result must still be a JSON object.
+ * resource) is 415, as in kube-apiserver. The result must still be a JSON object (else 422), and
+ * at most the object size limit (`Body.maxObjectBytes`) of JSON (else 413).
  */
 export const apply = (
   contentType: string,
@@ -122,9 +127,15 @@ export const apply = (
 ): Either.Either<unknown, PatchError> =>
   Either.flatMap(parseContentType(contentType), (type) => {
     const patched = applyByType(type, original, patchBody, mergeKeys)
-    return Either.flatMap(patched, (result) =>
-      isObject(result) ? Either.right(result) : Either.left(notApplicable("the patched document is not a JSON object"))
-    )
+    return Either.flatMap(patched, (result) => {
+      if (!isObject(result)) return Either.left(notApplicable("the patched document is not a JSON object"))
+      // Checked here, before the result is decoded, validated and admitted: a patch that grew the
+      // object past what the store keeps costs no more work than computing it.
+      const size = jsonSizeAtMost(result, maxObjectBytes)
+      return size > maxObjectBytes
+        ? Either.left(tooLarge(`the patched object is larger than the limit of ${maxObjectBytes} bytes`))
+        : Either.right(result)
+    })
   })
 
 const applyByType = (

@@ -1,7 +1,8 @@
 /**
  * Query parameters of the Kubernetes API, parsed and checked in one place: list and watch
  * options, write options (dryRun, fieldValidation) and delete options. A malformed value is a
- * 400 naming the parameter.
+ * 400 naming the parameter; integers are decimal digits no larger than JavaScript holds exactly
+ * (2^53 - 1), except `limit`, which is clamped to `maxLimit`.
  */
 import { Either } from "effect"
 import * as ApiError from "./ApiError.js"
@@ -37,11 +38,39 @@ export interface DeleteOptions {
   readonly preconditions: { readonly uid?: string; readonly resourceVersion?: string }
 }
 
+/**
+ * The largest `limit` a list honours; a larger one is served as this many items and a `continue`
+ * token, which the API allows (a server may return fewer items than asked). Kubernetes passes any
+ * int64 through to etcd; here a page is read into memory at once, so it is bounded, and numbers
+ * past what SQLite and JavaScript hold exactly never reach the store.
+ */
+export const maxLimit = 10000
+
+// Decimal digits only, as Go's strconv.ParseInt reads them (no exponent, fraction or sign).
+const digits = /^[0-9]+$/
+
+const notNonNegative = (name: string, v: string) =>
+  ApiError.badRequest(`${name}: invalid value ${JSON.stringify(v)}: must be a non-negative integer`)
+
+/** A non-negative integer parameter; one past 2^53 - 1 (not exact in JavaScript, nor an int64 past 2^63) is a 400. */
 const int = (q: URLSearchParams, name: string): Either.Either<number | undefined, ApiError.ApiError> => {
   const v = q.get(name)
   if (v === null || v === "") return Either.right(undefined)
+  if (!digits.test(v)) return Either.left(notNonNegative(name, v))
   const n = Number(v)
-  return Number.isInteger(n) && n >= 0 ? Either.right(n) : Either.left(ApiError.badRequest(`${name}: invalid value ${JSON.stringify(v)}: must be a non-negative integer`))
+  return Number.isSafeInteger(n)
+    ? Either.right(n)
+    : Either.left(ApiError.badRequest(`${name}: invalid value ${JSON.stringify(v)}: must be at most ${Number.MAX_SAFE_INTEGER}`))
+}
+
+/** `limit`: a non-negative integer, clamped to `maxLimit` however large (never a 400 for size). */
+const limit = (q: URLSearchParams): Either.Either<number, ApiError.ApiError> => {
+  const v = q.get("limit")
+  if (v === null || v === "") return Either.right(0)
+  if (!digits.test(v)) return Either.left(notNonNegative("limit", v))
+  // Compared as digits, so a number no double holds exactly is clamped too.
+  const trimmed = v.replace(/^0+(?=.)/, "")
+  return Either.right(trimmed.length > String(maxLimit).length ? maxLimit : Math.min(Number(trimmed), maxLimit))
 }
 
 const bool = (q: URLSearchParams, name: string): Either.Either<boolean | undefined, ApiError.ApiError> => {
@@ -75,7 +104,7 @@ export const list = (q: URLSearchParams, watchPath: boolean): Either.Either<List
       return yield* Either.left(ApiError.badRequest(`resourceVersionMatch: Unsupported value: ${JSON.stringify(rvm)}: supported values: "NotOlderThan", "Exact"`))
     }
     const resourceVersion = q.get("resourceVersion") ?? ""
-    if (resourceVersion !== "" && !/^\d+$/.test(resourceVersion)) {
+    if (resourceVersion !== "" && !(digits.test(resourceVersion) && Number.isSafeInteger(Number(resourceVersion)))) {
       return yield* Either.left(ApiError.badRequest(`resourceVersion: Invalid value: ${JSON.stringify(resourceVersion)}: must be a number`))
     }
     if (rvm !== "" && resourceVersion === "") {
@@ -86,7 +115,7 @@ export const list = (q: URLSearchParams, watchPath: boolean): Either.Either<List
     return {
       labelSelector: q.get("labelSelector") ?? "",
       fieldSelector: q.get("fieldSelector") ?? "",
-      limit: (yield* int(q, "limit")) ?? 0,
+      limit: yield* limit(q),
       continue: continueToken === "" ? undefined : continueToken,
       resourceVersion,
       resourceVersionMatch: rvm,
@@ -101,8 +130,9 @@ export const list = (q: URLSearchParams, watchPath: boolean): Either.Either<List
 export const remove = (q: URLSearchParams, body: Record<string, unknown> | undefined): Either.Either<DeleteOptions, ApiError.ApiError> =>
   Either.gen(function* () {
     const grace = body?.["gracePeriodSeconds"] ?? (yield* int(q, "gracePeriodSeconds"))
-    if (grace !== undefined && grace !== null && (typeof grace !== "number" || !Number.isInteger(grace))) {
-      return yield* Either.left(ApiError.badRequest("gracePeriodSeconds: must be an integer"))
+    // An int64 in Kubernetes; here one JavaScript holds exactly (1e300 is an "integer" to Number.isInteger).
+    if (grace !== undefined && grace !== null && (typeof grace !== "number" || !Number.isSafeInteger(grace))) {
+      return yield* Either.left(ApiError.badRequest(`gracePeriodSeconds: must be an integer between ${Number.MIN_SAFE_INTEGER} and ${Number.MAX_SAFE_INTEGER}`))
     }
     const policy = body?.["propagationPolicy"] ?? q.get("propagationPolicy") ?? undefined
     if (policy !== undefined && policy !== null && policy !== "Background" && policy !== "Foreground" && policy !== "Orphan") {

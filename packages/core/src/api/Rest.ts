@@ -8,6 +8,7 @@
 import { Chunk, Clock, Duration, Effect, Either, Stream } from "effect"
 import * as FieldError from "../model/FieldError.js"
 import * as LabelSelector from "../model/LabelSelector.js"
+import * as Scalars from "../model/Scalars.js"
 import * as Status from "../model/Status.js"
 import * as ContinueToken from "../store/ContinueToken.js"
 import * as Keys from "../store/Keys.js"
@@ -318,34 +319,30 @@ export const watch = (q: Req, options: Query.ListOptions) =>
     if (!initial && from > cache.revision()) yield* cache.waitFor(from, q.ctx.waitForRevision)
     const sse = (q.request.headers["accept"] ?? "").includes("text/event-stream")
     const timeout = Duration.seconds(options.timeoutSeconds ?? 1800)
-    const encoder = new TextEncoder()
-    // One wake-up per batch of events, each serialised once for every watcher (WatchCache.encodeLine).
-    const encode = (batch: ReadonlyArray<WatchCache.WatchCacheEvent>): Uint8Array => {
-      if (sse) return encoder.encode(batch.map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`).join(""))
-      if (batch.length === 1) return WatchCache.encodeLine(batch[0]!)
-      const lines = batch.map(WatchCache.encodeLine)
-      const out = new Uint8Array(lines.reduce((n, l) => n + l.length, 0))
-      let at = 0
-      for (const l of lines) {
-        out.set(l, at)
-        at += l.length
-      }
-      return out
-    }
+    // Every event is serialised once for all watchers (WatchCache.encodeLine), initial states too,
+    // and goes out as its own element: no per-watcher copy of a batch, so 500 watchers of one
+    // namespace share one copy of it while the socket takes the bytes at its own pace.
+    const encode = sse ? WatchCache.encodeSse : WatchCache.encodeLine
+    const startsWithState = initial && options.sendInitialEvents !== false
+    // Held until the watcher is registered, so its initial events are these very ones (already encoded).
+    let held: ReadonlyArray<WatchCache.WatchCacheEvent> | undefined = startsWithState ? cache.initialEvents(filter) : undefined
+    let initialBytes = 0
+    for (const e of held ?? []) initialBytes += encode(e).length
     // One fiber per watch pulls batches and pushes their bytes; the timeout races the whole watch
     // once (per-event stream combinators would fork a fiber per event and per watcher).
     const body = Stream.asyncScoped<Uint8Array>((emit) =>
       Effect.gen(function* () {
         const subscription = yield* cache.subscribe(filter, from, {
           bookmarks: options.allowWatchBookmarks,
-          initialEvents: initial && options.sendInitialEvents !== false,
+          initialEvents: startsWithState,
           initialEventsEndBookmark: options.sendInitialEvents === true
         })
+        held = undefined
         const pump = Effect.gen(function* () {
           for (;;) {
             const batch = yield* subscription.take
             if (batch === undefined) return
-            yield* Effect.promise(() => emit.single(encode(batch)))
+            yield* Effect.promise(() => emit.chunk(Chunk.unsafeFromArray(batch.map(encode))))
           }
         })
         yield* Effect.forkScoped(pump.pipe(Effect.timeout(timeout), Effect.ignore, Effect.ensuring(Effect.promise(() => emit.end()))))
@@ -356,7 +353,8 @@ export const watch = (q: Req, options: Query.ListOptions) =>
       _tag: "Stream",
       status: 200,
       headers: { "content-type": sse ? "text/event-stream" : "application/json", "cache-control": "no-cache, private" },
-      body
+      body,
+      watch: { user: q.request.user.name, initialBytes }
     } satisfies ApiResponse
   })
 
@@ -518,9 +516,12 @@ const updateScale = (q: Req, name: string, body: JsonObject, dryRun: boolean) =>
     const scale = r.subresources.scale
     if (!scale) return yield* Effect.fail(ApiError.of(Status.notFound({ group: r.group, resource: `${r.plural}/scale` }, name)))
     const replicas = at(body, "spec.replicas")
-    if (typeof replicas !== "number" || !Number.isInteger(replicas) || replicas < 0) {
+    // Scale.spec.replicas is an int32: a wider number would be stored where no client can read it.
+    const problem =
+      typeof replicas !== "number" ? "must be an integer" : (Scalars.int32Problem(replicas) ?? (replicas < 0 ? "must be greater than or equal to 0" : undefined))
+    if (problem !== undefined) {
       return yield* Effect.fail(
-        ApiError.of(Status.invalid({ group: "autoscaling", kind: "Scale" }, name, [FieldError.invalid("spec.replicas", replicas ?? null, "must be greater than or equal to 0")]))
+        ApiError.of(Status.invalid({ group: "autoscaling", kind: "Scale" }, name, [FieldError.invalid("spec.replicas", replicas ?? null, problem)]))
       )
     }
     const { kv, object: old } = yield* current(q, name)

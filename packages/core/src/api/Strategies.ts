@@ -8,6 +8,7 @@ import * as AlertRule from "../model/AlertRule.js"
 import * as Apps from "../model/Apps.js"
 import * as Autoscaling from "../model/Autoscaling.js"
 import * as Batch from "../model/Batch.js"
+import * as Config from "../model/Config.js"
 import { decodeObject } from "../model/Decode.js"
 import * as EndpointSlice from "../model/EndpointSlice.js"
 import * as FieldError from "../model/FieldError.js"
@@ -296,6 +297,7 @@ const strategies: Record<string, Strategy> = {
       }
       return out
     },
+    validate: Config.validateSecretSize,
     validateUpdate: (o, old) => [
       ...(old["immutable"] === true ? [...immutable("data", o["data"], old["data"]), ...immutable("immutable", o["immutable"], true)] : []),
       ...immutable("type", o["type"], old["type"])
@@ -303,6 +305,7 @@ const strategies: Record<string, Strategy> = {
   },
   "v1/ConfigMap": {
     ...base,
+    validate: Config.validateConfigMapSize,
     validateUpdate: (o, old) =>
       old["immutable"] === true
         ? [...immutable("data", o["data"], old["data"]), ...immutable("binaryData", o["binaryData"], old["binaryData"]), ...immutable("immutable", o["immutable"], true)]

@@ -71,3 +71,47 @@ export const Secret = Schema.Struct({
 
 /** A Secret object. */
 export type Secret = typeof Secret.Type
+
+/** The most bytes of data one ConfigMap or Secret may hold (Kubernetes' `MaxSecretSize`, 1 MiB). */
+export const maxDataBytes = 1024 * 1024
+
+// UTF-8 length without encoding: a data value can be a megabyte, and this runs on every write.
+const utf8Length = (s: string): number => {
+  let bytes = 0
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    if (c < 0x80) bytes += 1
+    else if (c < 0x800) bytes += 2
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      // A surrogate pair: one four-byte character.
+      bytes += 4
+      i++
+    } else bytes += 3
+  }
+  return bytes
+}
+
+// The length of what a padded base64 string decodes to.
+const base64Length = (s: string): number => Math.max(0, Math.floor((s.length * 3) / 4) - (s.endsWith("==") ? 2 : s.endsWith("=") ? 1 : 0))
+
+const sumOf = (map: unknown, size: (value: string) => number): number => {
+  if (typeof map !== "object" || map === null) return 0
+  let total = 0
+  for (const value of Object.values(map)) if (typeof value === "string") total += size(value)
+  return total
+}
+
+/**
+ * A ConfigMap's `data` and `binaryData` together hold at most `maxDataBytes` (values counted in
+ * bytes, binary ones decoded), as kube-apiserver's ValidateConfigMap checks; reported at `data`
+ * (or at `binaryData` when there is no `data`).
+ */
+export const validateConfigMapSize = (configMap: { readonly data?: unknown; readonly binaryData?: unknown }): ReadonlyArray<FieldError.FieldError> => {
+  const total = sumOf(configMap.data, utf8Length) + sumOf(configMap.binaryData, base64Length)
+  if (total <= maxDataBytes) return []
+  return [FieldError.tooLong(configMap.data === undefined ? "binaryData" : "data", maxDataBytes)]
+}
+
+/** A Secret's `data` (after `stringData` is folded in) holds at most `maxDataBytes`, decoded. */
+export const validateSecretSize = (secret: { readonly data?: unknown }): ReadonlyArray<FieldError.FieldError> =>
+  sumOf(secret.data, base64Length) > maxDataBytes ? [FieldError.tooLong("data", maxDataBytes)] : []

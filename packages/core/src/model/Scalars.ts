@@ -7,18 +7,34 @@ import { Schema } from "effect"
 const int32Min = -2147483648
 const int32Max = 2147483647
 
-/** A 32-bit signed integer (Go `int32`), the type of most counts and seconds in the API. */
+/** Why `n` is not a Go `int32`, in kube-apiserver's words, or `undefined` when it is one. */
+export const int32Problem = (n: number): string | undefined => {
+  if (!Number.isInteger(n)) return "must be an integer"
+  if (n < int32Min || n > int32Max) return `must be between ${int32Min} and ${int32Max}, inclusive`
+  return undefined
+}
+
+/** Why `n` is not an `int64` JavaScript holds exactly (|n| < 2^53), or `undefined` when it is one. */
+export const int64Problem = (n: number): string | undefined => {
+  if (!Number.isInteger(n)) return "must be an integer"
+  if (!Number.isSafeInteger(n)) return `must be between ${Number.MIN_SAFE_INTEGER} and ${Number.MAX_SAFE_INTEGER}, inclusive`
+  return undefined
+}
+
+/**
+ * A 32-bit signed integer (Go `int32`), the type of most counts and seconds in the API; its
+ * OpenAPI schema says `type: integer, format: int32`, as Kubernetes' does.
+ */
 export const Int32 = Schema.Number.pipe(
-  Schema.filter((n) => {
-    if (!Number.isInteger(n)) return "must be an integer"
-    if (n < int32Min || n > int32Max) return `must be between ${int32Min} and ${int32Max}, inclusive`
-    return undefined
-  })
+  Schema.filter((n) => int32Problem(n), { jsonSchema: { type: "integer", format: "int32" } })
 )
 
-/** A 64-bit integer, limited to JavaScript's exactly representable range. */
+/**
+ * A 64-bit integer (Go `int64`), limited to JavaScript's exactly representable range: a larger
+ * one would be stored rounded (1e300 is an "integer" to `Number.isInteger`).
+ */
 export const Int64 = Schema.Number.pipe(
-  Schema.filter((n) => Number.isSafeInteger(n) || "must be an integer")
+  Schema.filter((n) => int64Problem(n), { jsonSchema: { type: "integer", format: "int64" } })
 )
 
 /** A non-negative `int32` (replicas, seconds, counts). */
@@ -29,7 +45,9 @@ export const NonNegativeInt64 = Int64.pipe(Schema.filter((n) => n >= 0 || "must 
 
 /** A TCP/UDP/SCTP port number, 1..65535. */
 export const PortNumber = Schema.Number.pipe(
-  Schema.filter((n) => (Number.isInteger(n) && n >= 1 && n <= 65535) || "must be between 1 and 65535, inclusive")
+  Schema.filter((n) => (Number.isInteger(n) && n >= 1 && n <= 65535) || "must be between 1 and 65535, inclusive", {
+    jsonSchema: { type: "integer", format: "int32" }
+  })
 )
 
 const rfc3339Re = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/

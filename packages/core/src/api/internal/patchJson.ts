@@ -5,13 +5,24 @@
  *
  * A body that is not an array of objects is malformed (400); an operation that cannot be applied
  * (unknown op, missing member, failed `test`) is 422, as in kube-apiserver since 1.12.
+ *
+ * `copy` is the one operation that makes a document larger than the patch that grows it (40
+ * copies of a member into itself double it 40 times), so, as json-patch's
+ * `AccumulatedCopySizeLimit` does in kube-apiserver, the JSON size of everything copied is summed
+ * and the patch fails with 422 once the sum passes `maxCopyBytes`.
  */
 import { Either } from "effect"
 import { malformed, notApplicable, type PatchError, tooLarge } from "./patchError.js"
-import { clone, deepEqual, deleteOwn, getOwn, hasOwn, isObject, type JsonObject, jsonType, setOwn } from "./patchValue.js"
+import { clone, deepEqual, deleteOwn, getOwn, hasOwn, isObject, type JsonObject, jsonSizeAtMost, jsonType, setOwn } from "./patchValue.js"
 
 /** kube-apiserver's limit on operations in one JSON Patch (`maxJSONPatchOperations`). */
 export const maxOperations = 10000
+
+/**
+ * How many bytes of JSON the `copy` operations of one patch may copy in all: kube-apiserver sets
+ * json-patch's `AccumulatedCopySizeLimit` to its request body limit, 3 MiB.
+ */
+export const maxCopyBytes = 3 * 1024 * 1024
 
 /** Applies the JSON Patch `body` (parsed JSON) to `document`. */
 export const applyJsonPatch = (document: unknown, body: unknown): Either.Either<unknown, PatchError> => {
@@ -29,8 +40,9 @@ export const applyJsonPatch = (document: unknown, body: unknown): Either.Either<
     return Either.left(tooLarge(`The allowed maximum operations in a JSON patch is ${maxOperations}, got ${operations.length}`))
   }
   let doc = clone(document)
+  const copied = { bytes: 0 }
   for (const operation of operations) {
-    const next = applyOperation(doc, operation)
+    const next = applyOperation(doc, operation, copied)
     if (Either.isLeft(next)) return next
     doc = next.right
   }
@@ -39,7 +51,12 @@ export const applyJsonPatch = (document: unknown, body: unknown): Either.Either<
 
 type Step = Either.Either<unknown, PatchError>
 
-const applyOperation = (doc: unknown, operation: JsonObject): Step => {
+/** The running total of bytes the patch's `copy` operations have copied so far. */
+interface CopyBudget {
+  bytes: number
+}
+
+const applyOperation = (doc: unknown, operation: JsonObject, copied: CopyBudget): Step => {
   const op = getOwn(operation, "op")
   const kind = typeof op === "string" ? op : "unknown"
   const path = pointerMember(operation, kind, "path")
@@ -60,7 +77,7 @@ const applyOperation = (doc: unknown, operation: JsonObject): Step => {
     case "copy": {
       const from = pointerMember(operation, kind, "from")
       if (Either.isLeft(from)) return from
-      return kind === "move" ? move(doc, from.right, path.right) : copy(doc, from.right, path.right)
+      return kind === "move" ? move(doc, from.right, path.right) : copy(doc, from.right, path.right, copied)
     }
     default:
       return Either.left(notApplicable(`Unexpected kind: ${kind}`))
@@ -183,9 +200,18 @@ const move = (doc: unknown, from: Pointer, path: Pointer): Step => {
   return add(removed.right, path, value, "move")
 }
 
-const copy = (doc: unknown, from: Pointer, path: Pointer): Step => {
+const copy = (doc: unknown, from: Pointer, path: Pointer, copied: CopyBudget): Step => {
   const value = resolve(doc, from.tokens)
   if (value === undefined) return missing("copy", from, "from path")
+  // Measured before cloning, and only as far as the budget left, so a refused copy costs little.
+  copied.bytes += jsonSizeAtMost(value, maxCopyBytes - copied.bytes)
+  if (copied.bytes > maxCopyBytes) {
+    return Either.left(
+      notApplicable(
+        `Unable to complete the copy, the accumulated size increase of copy is ${copied.bytes}, exceeding the limit ${maxCopyBytes}`
+      )
+    )
+  }
   return add(doc, path, clone(value), "copy")
 }
 

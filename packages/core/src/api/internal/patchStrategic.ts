@@ -324,9 +324,10 @@ const applySpecialElements = (
   patch: Array<unknown>,
   mergeKey: string
 ): Result<{ base: Array<unknown>; items: Array<unknown>; replace: boolean }> => {
-  let base = original
   let replace = false
   const items: Array<unknown> = []
+  // Collected and applied in one pass: filtering the list once per deletion is quadratic.
+  const deleted = new Set<unknown>()
   for (const item of patch) {
     if (!isObject(item) || !hasOwn(item, directiveMarker)) {
       items.push(item)
@@ -335,14 +336,17 @@ const applySpecialElements = (
     const directive = item[directiveMarker]
     if (directive === "delete") {
       if (!hasOwn(item, mergeKey)) return fail(noMergeKey(item, mergeKey))
-      const value = item[mergeKey]
-      base = base.filter((entry) => !(isObject(entry) && hasOwn(entry, mergeKey) && entry[mergeKey] === value))
+      deleted.add(item[mergeKey])
     } else if (directive === "replace") {
       replace = true
     } else if (directive !== "merge") {
       return fail(badPatchType(directive, item))
     }
   }
+  const base =
+    deleted.size === 0
+      ? original
+      : original.filter((entry) => !(isObject(entry) && hasOwn(entry, mergeKey) && deleted.has(entry[mergeKey])))
   return Either.right({ base, items, replace })
 }
 
@@ -355,15 +359,24 @@ const mergeByKey = (
   keys: MergeKeys
 ): Result<Array<unknown>> => {
   const out = [...base]
+  // The first item holding each key value, found through a map: a search of the list per patch
+  // item would make a patch of n items against a list of m cost n × m.
+  const firstWith = new Map<unknown, number>()
+  const remember = (entry: unknown, index: number) => {
+    if (isObject(entry) && hasOwn(entry, mergeKey) && !firstWith.has(entry[mergeKey])) firstWith.set(entry[mergeKey], index)
+  }
+  out.forEach(remember)
   for (const item of items) {
     if (!isObject(item) || !hasOwn(item, mergeKey)) return fail(noMergeKey(item, mergeKey))
-    const value = item[mergeKey]
-    const index = out.findIndex((entry) => isObject(entry) && hasOwn(entry, mergeKey) && entry[mergeKey] === value)
-    const target = index >= 0 ? out[index] : undefined
+    const index = firstWith.get(item[mergeKey])
+    const target = index !== undefined ? out[index] : undefined
     const merged = mergeMap(isObject(target) ? target : {}, item, elementPath(path), keys)
     if (Either.isLeft(merged)) return fail(merged.left)
-    if (index >= 0) out[index] = merged.right
-    else out.push(merged.right)
+    if (index !== undefined) out[index] = merged.right
+    else {
+      out.push(merged.right)
+      remember(merged.right, out.length - 1)
+    }
   }
   return Either.right(out)
 }

@@ -89,3 +89,34 @@ export const depthAtMost = (value: unknown, max: number): boolean => {
 
 /** How deep a patch body may nest; Kubernetes objects rarely exceed 20 levels. */
 export const maxDepth = 1000
+
+/**
+ * An estimate of `value`'s compact JSON length (strings counted without escapes, numbers by
+ * their shortest form), computed iteratively and abandoned as soon as it passes `budget`: the
+ * answer is exact up to escapes when at most `budget`, and some number above `budget` otherwise,
+ * so measuring a huge value costs no more than walking `budget` characters of it.
+ */
+export const jsonSizeAtMost = (value: unknown, budget: number): number => {
+  let size = 0
+  const stack: Array<unknown> = [value]
+  for (let top = stack.pop(); ; top = stack.pop()) {
+    if (Array.isArray(top)) {
+      // Brackets and commas.
+      size += top.length === 0 ? 2 : top.length + 1
+      for (const item of top) stack.push(item)
+    } else if (isObject(top)) {
+      const keys = Object.keys(top)
+      size += keys.length === 0 ? 2 : keys.length + 1
+      for (const key of keys) {
+        // The quoted key and its colon.
+        size += key.length + 3
+        stack.push(top[key])
+      }
+    } else if (typeof top === "string") size += top.length + 2
+    else if (typeof top === "number") size += String(top).length
+    else if (typeof top === "boolean") size += top ? 4 : 5
+    else if (top === null) size += 4
+    if (size > budget) return size
+    if (stack.length === 0) return size
+  }
+}
