@@ -83,6 +83,7 @@ export * as PodLog from "./api/PodLog.js"
 export * as PodExec from "./api/PodExec.js"
 export * as Admission from "./api/Admission.js"
 export * as Authz from "./api/Authz.js"
+export * as Impersonation from "./api/Impersonation.js"
 export * as RbacApi from "./api/rbac/RbacApi.js"
 
 // Authorization policy ([4/10])

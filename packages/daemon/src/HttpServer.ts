@@ -9,7 +9,7 @@
  * A client is known here only by its bearer token (a hash prefix, never the token) or its remote
  * address: authentication happens inside the handler, after the limits.
  */
-import { Http, Status } from "@koder/fleet-core"
+import { Http, Impersonation, Status } from "@koder/fleet-core"
 import { Cause, Deferred, Duration, Effect, Exit, Fiber, Runtime, type Scope, Stream } from "effect"
 import { createHash } from "node:crypto"
 import type { IncomingMessage, ServerResponse } from "node:http"
@@ -94,9 +94,18 @@ export const clientKey = (headers: IncomingMessage["headers"], remoteAddress: st
   return `addr:${remoteAddress ?? "unknown"}`
 }
 
-const lowerCaseHeaders = (headers: IncomingMessage["headers"]): Record<string, string | undefined> => {
+const lowerCaseHeaders = (req: IncomingMessage): Record<string, string | undefined> => {
   const out: Record<string, string | undefined> = {}
-  for (const [name, value] of Object.entries(headers)) out[name.toLowerCase()] = Array.isArray(value) ? value.join(", ") : value
+  let impersonating = false
+  for (const [name, value] of Object.entries(req.headers)) {
+    out[name.toLowerCase()] = Array.isArray(value) ? value.join(", ") : value
+    if (name.startsWith("impersonate-")) impersonating = true
+  }
+  // Each Impersonate-Group line is one group, and a group name may hold ", ": their values are
+  // kept apart with Impersonation.valueSeparator (a newline, which no header value can hold).
+  if (impersonating) {
+    for (const [name, values] of Object.entries(req.headersDistinct)) if (name.startsWith("impersonate-") && values !== undefined) out[name] = values.join(Impersonation.valueSeparator)
+  }
   return out
 }
 
@@ -294,7 +303,7 @@ export const make = (options: Options): Effect.Effect<HttpServer, ListenError, S
       const bodyRead = readBody(req, res, limits.maxBodyBytes, expectsContinue)
       const request = Effect.gen(function* () {
         const body = yield* bodyRead
-        return yield* serve({ method: req.method ?? "GET", path: url.path, query: url.query, headers: lowerCaseHeaders(req.headers), body, client })
+        return yield* serve({ method: req.method ?? "GET", path: url.path, query: url.query, headers: lowerCaseHeaders(req), body, client })
       })
       let timedOut = false
       const answered: Effect.Effect<Http.ApiResponse | BodyTooLarge | ClientGone> = (

@@ -24,11 +24,13 @@ import { json, type ApiRequest, type ApiResponse, type UserInfo } from "./Http.j
 import * as OpenApi from "./OpenApi.js"
 import * as FieldSelector from "./FieldSelector.js"
 import * as FlowControl from "./FlowControl.js"
+import * as Impersonation from "./Impersonation.js"
 import * as Objects from "./Objects.js"
 import * as Query from "./Query.js"
 import * as Registry from "./Registry.js"
 import * as Rest from "./Rest.js"
 import * as Router from "./Router.js"
+import * as SelfSubjectReviews from "./authn/SelfSubjectReviews.js"
 import * as Transformer from "./Transformer.js"
 import * as WatchCache from "./WatchCache.js"
 
@@ -96,6 +98,8 @@ export interface AuditRecord {
   readonly code: number
   readonly latencyMs: number
   readonly client: string
+  /** Set when the caller acted as another user (`Impersonate-User`): `user` and `groups` are the caller's. */
+  readonly impersonatedUser?: { readonly user: string; readonly groups: ReadonlyArray<string> }
 }
 
 // exec and signal act on a workload: the audit log records them as it records writes.
@@ -127,6 +131,8 @@ const notFoundPath = () => ApiError.of({ ...Status.notFound("", ""), message: "t
 export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Scope> =>
   Effect.gen(function* () {
     const registry = options.registry ?? Registry.make()
+    // Who am I (`kubectl auth whoami`) is the server's own, whatever authenticates or authorizes.
+    SelfSubjectReviews.install(registry)
     const transformer = options.transformer ?? Transformer.identity
     const extensions = new Map((options.subresources ?? []).map((x) => [`${x.group}/${x.plural}/${x.subresource}`, x]))
     const authorize = options.authorize ?? Authz.allowAll
@@ -302,13 +308,21 @@ export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Sc
         return Effect.succeed({ _tag: "Json", status: ok ? 200 : 503, headers: { "content-type": "text/plain" }, body: ok ? "ok" : "not ready" })
       }
       let attributes: Authz.Attributes | undefined
+      // The authenticated caller when it acts as another user (for the audit record).
+      let impersonator: UserInfo | undefined
       const started = Date.now()
       const t0 = performance.now()
       const requestId = requestIdOf(raw.headers)
       const kind = metrics.inflight.labels(raw.method === "GET" || raw.method === "HEAD" ? "readOnly" : "mutating")
       kind.inc()
       return Effect.gen(function* () {
-        const user = yield* options.authenticate(raw.headers)
+        const caller = yield* options.authenticate(raw.headers)
+        // From here on the request is the impersonated user's: authorization, flow control, admission.
+        const user = yield* Impersonation.impersonate(raw.headers, caller, authorize).pipe(
+          // A refused impersonation is audited as the caller's request.
+          Effect.tapError(() => Effect.sync(() => (attributes = Authz.attributes(route, { ...raw, user: caller }))))
+        )
+        if (user !== caller) impersonator = caller
         // The rest of the request, its answer too, at its level's priority (restored at its end;
         // FlowControl.serve sets it as well, for servers that use FlowControl without this one).
         yield* FiberRef.set(FiberRef.currentSchedulingPriority, FlowControl.schedulingPriorityOf(user))
@@ -354,8 +368,8 @@ export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Sc
             if (options.audit === undefined || a === undefined || !mutatingVerbs.has(a.verb)) return
             options.audit({
               time: new Date(started).toISOString(),
-              user: a.user.name,
-              groups: a.user.groups,
+              user: (impersonator ?? a.user).name,
+              groups: (impersonator ?? a.user).groups,
               verb: a.verb,
               apiGroup: a.apiGroup,
               resource: a.resource,
@@ -364,7 +378,8 @@ export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Sc
               name: a.name,
               code: response.status,
               latencyMs: Date.now() - started,
-              client: raw.client
+              client: raw.client,
+              ...(impersonator === undefined ? {} : { impersonatedUser: { user: a.user.name, groups: a.user.groups } })
             })
           })
         ),

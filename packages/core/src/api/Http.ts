@@ -12,6 +12,8 @@ export interface UserInfo {
   readonly name: string
   readonly uid: string
   readonly groups: ReadonlyArray<string>
+  /** Extra attributes (OIDC claims, `Impersonate-Extra-*`), by key. */
+  readonly extra?: Readonly<Record<string, ReadonlyArray<string>>>
 }
 
 /** One HTTP request. */
@@ -20,7 +22,10 @@ export interface ApiRequest {
   /** The decoded path, without the query string, e.g. `/api/v1/namespaces/default/pods`. */
   readonly path: string
   readonly query: URLSearchParams
-  /** Header names in lower case; repeated headers joined with ", ". */
+  /**
+   * Header names in lower case; repeated headers joined with ", " (the `impersonate-*` ones with
+   * "\n", `Impersonation.valueSeparator`: one group name may hold ", ").
+   */
   readonly headers: Readonly<Record<string, string | undefined>>
   /** The body, already bounded in size by the HTTP layer; `undefined` when there is none. */
   readonly body: Uint8Array | undefined

@@ -5,6 +5,7 @@
  */
 export * as AlertRule from "./AlertRule.js"
 export * as Apps from "./Apps.js"
+export * as Authentication from "./Authentication.js"
 export * as Autoscaling from "./Autoscaling.js"
 export * as Authorization from "./Authorization.js"
 export * as Batch from "./Batch.js"

@@ -24,15 +24,19 @@ const rec = (v: unknown): Json => (typeof v === "object" && v !== null && !Array
 const str = (v: unknown): string => (typeof v === "string" ? v : "")
 
 /** 405 unless the request is a create on the collection. */
-const createOnly = (resource: () => Resource, request: ApiRequest, route: ResourceRoute): Effect.Effect<void, ApiError.ApiError> =>
+export const createOnly = (resource: () => Resource, request: ApiRequest, route: ResourceRoute): Effect.Effect<void, ApiError.ApiError> =>
   request.method.toUpperCase() === "POST" && route.name === undefined && route.subresource === undefined
     ? Effect.void
     : Effect.fail(ApiError.of(Status.methodNotSupported({ group: resource().group, resource: resource().plural }, request.method.toLowerCase())))
 
-/** Read, type-check and decode a review body. */
-const readBody = (resource: Resource, request: ApiRequest): Effect.Effect<JsonObject, ApiError.ApiError> =>
+/**
+ * Read, type-check and decode a review body. Its `status` is the server's answer, so what the
+ * client sent there is dropped unread, as kube-apiserver does: Go clients (`kubectl auth can-i
+ * --list`) send `"resourceRules": null`, which the schema's lists would refuse with a 422.
+ */
+export const readBody = (resource: Resource, request: ApiRequest): Effect.Effect<JsonObject, ApiError.ApiError> =>
   Effect.gen(function* () {
-    const body = yield* Either.flatMap(Body.parse(request.body, request.headers["content-type"]), Body.asObject)
+    const { status: _output, ...body } = yield* Either.flatMap(Body.parse(request.body, request.headers["content-type"]), Body.asObject)
     const typed = yield* checkType(resource, body)
     return yield* Either.mapLeft(resource.decode(typed, false), (errors) => ApiError.of(Status.invalid({ group: resource.group, kind: resource.kind }, "", errors)))
   })
