@@ -871,7 +871,8 @@ export class ProcessDriver {
 
   /** Cover the node's directories in a new pod's mount namespace (NodeHiding.ts); a pod that cannot be hidden from them does not start. */
   private hideNode(rec: SandboxRecord): void {
-    const hidden = NodeHiding.plan([this.dataDir, this.runDir, ...(this.options.hide ?? [])])
+    // Only what exists now: a path of one made later is not translated for this pod's mounts.
+    const hidden = NodeHiding.plan([this.dataDir, this.runDir, ...(this.options.hide ?? [])]).filter((d) => existsSync(d))
     const r = spawnSync(this.tools.nsenter!, ["-t", String(rec.holder!.pid), "-m", "--", this.tools.sh, "-c", NodeHiding.hideScript, "hide", ...hidden], {
       encoding: "utf8"
     })
