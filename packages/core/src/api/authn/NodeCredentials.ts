@@ -8,6 +8,12 @@
  * Only SHA-256 hashes of tokens are stored, and they are compared in constant time; deleting a
  * `nodecredentials` (or `jointokens`) object revokes it.
  *
+ * A join never takes a name already in use (a join token would otherwise buy any node's
+ * identity, its pods' Secrets included): a name with a live credential, or of an existing Node,
+ * is refused with 409 until an administrator revokes that node's credential. Revoking leaves a
+ * marker (`noderevocations`), so a revoked node's existing Node object may be rejoined; the join
+ * consumes the marker.
+ *
  *   POST jointokens ─▶ "<id>.<secret>" ─▶ agent: POST nodejoins {nodeName} (Bearer join token)
  *     ─▶ txn [delete join token, put node credential] ─▶ "fleet-node_<name>_<secret>"
  *
@@ -45,6 +51,9 @@ export const defaultJoinTokenTtlSeconds = 24 * 3600
 
 const joinKey = (id: string) => Keys.object({ group, resource: "jointokens", name: id })
 const credentialKey = (node: string) => Keys.object({ group, resource: "nodecredentials", name: node })
+// Not served: written when a credential is revoked, so its node's name may be joined again.
+const revocationKey = (node: string) => Keys.object({ group, resource: "noderevocations", name: node })
+const nodeKey = (node: string) => Keys.object({ group: "", resource: "nodes", name: node })
 
 const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
 const randomString = (length: number): string => {
@@ -197,16 +206,27 @@ const join = (store: StoreService, request: ApiRequest): Effect.Effect<ApiRespon
       metadata: { name: nodeName, uid, creationTimestamp: Objects.timestamp(now) },
       spec: { nodeName, tokenHash: yield* hashToken(nodeToken) }
     }
+    const taken = (detail: string) => Effect.fail(ApiError.of(Status.conflict({ group, resource: "nodejoins" }, nodeName, detail)))
+    const revoke = `revoke it first (kubectl delete nodecredential ${nodeName}), then join again`
     const existing = yield* Effect.option(store.get(credentialKey(nodeName)))
-    // Joining again under a known name replaces (rotates) that node's credential.
-    const put: TxnOp = Option.isSome(existing)
-      ? { op: "update", key: credentialKey(nodeName), value: JSON.stringify(record), expectedRevision: existing.value.modRevision }
-      : { op: "create", key: credentialKey(nodeName), value: JSON.stringify(record) }
-    const committed = yield* Effect.either(store.txn([{ op: "delete", key: found.value.kv.key, expectedRevision: found.value.kv.modRevision }, put]))
+    if (Option.isSome(existing)) return yield* taken(`node "${nodeName}" already has a live node credential; ${revoke}`)
+    const revoked = yield* Effect.option(store.get(revocationKey(nodeName)))
+    const node = yield* Effect.option(store.get(nodeKey(nodeName)))
+    if (Option.isSome(node) && Option.isNone(revoked)) {
+      return yield* taken(`node "${nodeName}" already exists; a join may take its name only after its node credential is revoked (kubectl delete nodecredential ${nodeName}), or, for a node that never joined, after the Node is deleted`)
+    }
+    const ops: Array<TxnOp> = [
+      { op: "delete", key: found.value.kv.key, expectedRevision: found.value.kv.modRevision },
+      // `create`: a concurrent join for the same name loses here.
+      { op: "create", key: credentialKey(nodeName), value: JSON.stringify(record) },
+      ...(Option.isSome(revoked) ? [{ op: "delete" as const, key: revoked.value.key, expectedRevision: revoked.value.modRevision }] : [])
+    ]
+    const committed = yield* Effect.either(store.txn(ops))
     if (Either.isLeft(committed)) {
       const e = committed.left
       // Someone else used the join token first: it is spent.
       if (e._tag !== "Unavailable" && e.key === found.value.kv.key) return yield* Effect.fail(unauthorized())
+      if (e._tag !== "Unavailable" && e.key !== found.value.kv.key) return yield* taken(`another join took node "${nodeName}" first; ${revoke}`)
       return yield* Effect.fail(storeFailure("nodejoins", nodeName)(e))
     }
     const user = nodeUser(nodeName, uid)
@@ -226,6 +246,21 @@ const shown = (kv: KeyValue): JsonObject => {
   return { ...o, spec }
 }
 
+/** Delete a node credential and, in the same transaction, mark its name as revoked (joinable again). */
+const revokeCredential = (store: StoreService, name: string): Effect.Effect<KeyValue, ApiError.ApiError> =>
+  Effect.gen(function* () {
+    const fail = storeFailure("nodecredentials", name)
+    const kv = yield* store.get(credentialKey(name)).pipe(Effect.mapError(fail))
+    const now = yield* Clock.currentTimeMillis
+    const marker = JSON.stringify({ apiVersion, kind: "NodeRevocation", metadata: { name, creationTimestamp: Objects.timestamp(now) } })
+    const previous = yield* Effect.option(store.get(revocationKey(name)))
+    const mark: TxnOp = Option.isSome(previous)
+      ? { op: "update", key: revocationKey(name), value: marker, expectedRevision: previous.value.modRevision }
+      : { op: "create", key: revocationKey(name), value: marker }
+    yield* store.txn([{ op: "delete", key: kv.key, expectedRevision: kv.modRevision }, mark]).pipe(Effect.mapError(fail))
+    return kv
+  })
+
 /** list, get and delete of stored records under `resource`. */
 const records = (store: StoreService, resource: string, kind: string, request: ApiRequest, route: ResourceRoute): Effect.Effect<ApiResponse, ApiError.ApiError> =>
   Effect.gen(function* () {
@@ -238,6 +273,7 @@ const records = (store: StoreService, resource: string, kind: string, request: A
     }
     if (method === "GET") return json(200, shown(yield* store.get(key(route.name)).pipe(Effect.mapError(storeFailure(resource, route.name)))))
     if (method === "DELETE") {
+      if (resource === "nodecredentials") return json(200, shown(yield* revokeCredential(store, route.name)))
       const deleted = yield* store.delete(key(route.name)).pipe(Effect.mapError(storeFailure(resource, route.name)))
       return json(200, shown(deleted.prev))
     }

@@ -77,6 +77,38 @@ describe("node credentials", () => {
       expect((await call(server, "GET", "/api/v1/nodes", nodeToken)).status).toBe(401)
     }))
 
+  it("refuses a join for a name in use (a live credential or an existing Node) with 409 naming the node, until its credential is revoked", () =>
+    withServer(async (server, store) => {
+      const fresh = async () => (await Effect.runPromise(NodeCredentials.createJoinToken(store, 600))).token
+      const first = await call(server, "POST", joins, await fresh(), nodeJoin("worker-1"))
+      expect(first.status).toBe(201)
+      const oldToken = first.body.status.token as string
+
+      const spare = await fresh()
+      const again = await call(server, "POST", joins, spare, nodeJoin("worker-1"))
+      expect(again.status).toBe(409)
+      expect(again.body.message).toContain('node "worker-1" already has a live node credential')
+      expect(again.body.message).toContain("kubectl delete nodecredential worker-1")
+      // A Node that exists without ever having joined (an in-process node, or one an admin made).
+      expect((await call(server, "POST", "/api/v1/nodes", admin, { apiVersion: "v1", kind: "Node", metadata: { name: "vm" } })).status).toBe(201)
+      const vm = await call(server, "POST", joins, spare, nodeJoin("vm"))
+      expect(vm.status).toBe(409)
+      expect(vm.body.message).toContain('node "vm" already exists')
+
+      // Revoked, the name is free again (the refused attempts did not spend the join token), and the old token is dead.
+      expect((await call(server, "DELETE", "/apis/fleet.koder.dev/v1/nodecredentials/worker-1", admin)).status).toBe(200)
+      expect((await call(server, "POST", "/api/v1/nodes", admin, { apiVersion: "v1", kind: "Node", metadata: { name: "worker-1" } })).status).toBe(201)
+      const rejoined = await call(server, "POST", joins, spare, nodeJoin("worker-1"))
+      expect(rejoined.status).toBe(201)
+      expect((await call(server, "GET", "/api/v1/nodes", oldToken)).status).toBe(401)
+      expect((await call(server, "GET", "/api/v1/nodes", rejoined.body.status.token)).status).toBe(200)
+      // The revocation was consumed by that join: the next one is refused again.
+      expect((await call(server, "POST", joins, await fresh(), nodeJoin("worker-1"))).status).toBe(409)
+      // A Node that never joined is freed by deleting it.
+      expect((await call(server, "DELETE", "/api/v1/nodes/vm", admin)).status).toBe(200)
+      expect((await call(server, "POST", joins, await fresh(), nodeJoin("vm"))).status).toBe(201)
+    }))
+
   it("lets only one of many concurrent joins with the same token succeed", () =>
     withServer(async (server, store) => {
       const join = await Effect.runPromise(NodeCredentials.createJoinToken(store, 600))
