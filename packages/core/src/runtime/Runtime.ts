@@ -182,6 +182,8 @@ export const Sandbox = Schema.Struct({
   state: Schema.Literal("ready", "notready"),
   /** The pod IP when it has its own network namespace; absent in host network mode. */
   ip: opt(Schema.String),
+  /** The uid the runtime allocated for the pod: its containers' without `user` (for its volumes' owner). */
+  uid: opt(Schema.Number),
   createdAt: Schema.String
 })
 /** A pod's sandbox. */

@@ -14,7 +14,7 @@
  * limits under the pod's. Unprivileged, containers are plain process sessions.
  */
 import { Runtime } from "@koder/fleet-core"
-import { Effect, Stream } from "effect"
+import { Effect, Either, Stream } from "effect"
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { createHash, randomBytes } from "node:crypto"
 import {
@@ -36,6 +36,7 @@ import { rename, unlink, writeFile } from "node:fs/promises"
 import { constants as osConstants } from "node:os"
 import { join } from "node:path"
 import * as Cgroups from "./Cgroups.js"
+import * as Confinement from "./Confinement.js"
 import * as EnvSeal from "./EnvSeal.js"
 import { IpamStore } from "./Ipam.js"
 import * as Nftables from "./Nftables.js"
@@ -47,6 +48,7 @@ import { FifoPool } from "./FifoPool.js"
 import { Launcher } from "./Launcher.js"
 import * as Procfs from "./Procfs.js"
 import * as NativeShim from "./NativeShim.js"
+import * as NodeHiding from "./NodeHiding.js"
 import * as Shim from "./Shim.js"
 import type * as ShimFlag from "./ShimFlag.js"
 import { defaultPath, which } from "./Tools.js"
@@ -68,6 +70,12 @@ export interface Options {
    * build it (NativeShim.ts), else the sh chain; `sh`: always the sh chain.
    */
   readonly shim?: ShimFlag.Shim
+  /**
+   * Directories pods must not see besides the box's own (its data dir and run directory): its
+   * socket's, the server's and the agent's data dirs (NodeHiding.ts). Covered in every pod's
+   * mount namespace when the box isolates pods.
+   */
+  readonly hide?: ReadonlyArray<string>
 }
 
 /** What the driver reports as its version. */
@@ -95,6 +103,10 @@ interface SandboxRecord {
   mounts: Array<string>
   /** `network: pod`: its address, from the node's pod CIDR (the holder holds its network namespace). */
   network?: { readonly ip: string; readonly cidr: string }
+  /** The uid its containers run as when they name none (Confinement.uidRange; root boxes only). */
+  uid?: number
+  /** The directories covered in its mount namespace (NodeHiding.ts), once they are. */
+  hidden?: ReadonlyArray<string>
 }
 
 interface ContainerRecord {
@@ -779,7 +791,7 @@ export class ProcessDriver {
     const ready =
       rec.holder === undefined ||
       (rec.bootId === this.bootId && Procfs.isAlive(rec.holder.pid, rec.holder.startTime))
-    return { id: rec.id, spec: rec.spec, state: ready ? "ready" : "notready", ...(rec.network === undefined ? {} : { ip: rec.network.ip }), createdAt: rec.createdAt }
+    return { id: rec.id, spec: rec.spec, state: ready ? "ready" : "notready", ...(rec.network === undefined ? {} : { ip: rec.network.ip }), ...(rec.uid === undefined ? {} : { uid: rec.uid }), createdAt: rec.createdAt }
   }
 
   async createSandbox(spec: Runtime.SandboxSpec): Promise<Runtime.Sandbox> {
@@ -802,8 +814,11 @@ export class ProcessDriver {
         else await this.cg.create(rec.id, spec.resources)
         this.podCgroups.add(rec.id)
       }
+      if (this.info.capabilities.runAsUser) rec.uid = this.allocateUid()
       if (this.isolated) rec.holder = await this.startHolder(rec.id, (spec.hostname ?? spec.name).slice(0, 63), podNetwork, steps)
       if (podNetwork) await this.connect(rec, spec.podCidr!)
+      // After connect: the pod's resolv.conf is bound from the box's data dir.
+      if (rec.holder !== undefined) this.hideNode(rec)
       await this.saveSandbox(rec)
     } catch (e) {
       this.sandboxes.delete(rec.id)
@@ -840,6 +855,29 @@ export class ProcessDriver {
       writeFileSync(file, PodNetworks.resolvConf(rec.spec.dns), { mode: 0o644 })
       await Nftables.run([this.tools.nsenter!, "-t", String(holder.pid), "-m", "--", "mount", "--bind", file, "/etc/resolv.conf"])
     }
+  }
+
+  /**
+   * A uid for a new pod, from Confinement.uidRange: one no other pod of this box has (kept in the
+   * sandbox's record, so a restarted box and its re-adopted pods agree on it).
+   */
+  private allocateUid(): number {
+    const used = new Set<number>()
+    for (const s of this.sandboxes.values()) if (s.uid !== undefined) used.add(s.uid)
+    const uid = Confinement.allocateUid(used)
+    if (uid === undefined) throw new Runtime.Unavailable({ message: `sandbox: every uid of ${Confinement.uidRange.first}-${Confinement.uidRange.last} is in use` })
+    return uid
+  }
+
+  /** Cover the node's directories in a new pod's mount namespace (NodeHiding.ts); a pod that cannot be hidden from them does not start. */
+  private hideNode(rec: SandboxRecord): void {
+    // Only what exists now: a path of one made later is not translated for this pod's mounts.
+    const hidden = NodeHiding.plan([this.dataDir, this.runDir, ...(this.options.hide ?? [])]).filter((d) => existsSync(d))
+    const r = spawnSync(this.tools.nsenter!, ["-t", String(rec.holder!.pid), "-m", "--", this.tools.sh, "-c", NodeHiding.hideScript, "hide", ...hidden], {
+      encoding: "utf8"
+    })
+    if (r.status !== 0) throw new Runtime.Unavailable({ message: `sandbox: cannot hide the node's directories: ${(r.stderr || r.error?.message || "failed").trim()}` })
+    rec.hidden = hidden
   }
 
   /**
@@ -967,7 +1005,8 @@ export class ProcessDriver {
       if (sb.mounts.includes(m.containerPath)) continue
       const r = spawnSync(
         this.tools.nsenter,
-        ["-t", String(sb.holder.pid), "-m", "--", this.tools.sh, "-c", Shim.mountScript, "mount", m.hostPath, m.containerPath, m.readOnly === true ? "ro" : "rw"],
+        // The source as the box reaches it in the pod's namespace, where the node's directories are covered.
+        ["-t", String(sb.holder.pid), "-m", "--", this.tools.sh, "-c", Shim.mountScript, "mount", NodeHiding.sourceIn(sb.hidden ?? [], m.hostPath), m.containerPath, m.readOnly === true ? "ro" : "rw"],
         { encoding: "utf8" }
       )
       if (r.status !== 0)
@@ -997,6 +1036,8 @@ export class ProcessDriver {
       if (a.includes("\0")) throw invalid("command, args, workingDir: no NUL characters")
     if (spec.user !== undefined && !this.info.capabilities.runAsUser)
       throw invalid("user: this box cannot switch users (capabilities.runAsUser is false)")
+    const confinement = this.confinementOf(spec)
+    if (Either.isLeft(confinement)) throw invalid(confinement.left)
     if (spec.stopSignal !== undefined && signalOf(spec.stopSignal) === undefined)
       throw invalid(`stopSignal: unknown signal ${spec.stopSignal}`)
     for (const c of this.containers.values()) {
@@ -1024,6 +1065,27 @@ export class ProcessDriver {
     if (rec.runDir !== undefined) mkdirSync(rec.runDir, { recursive: true, mode: 0o700 })
     await this.save(rec)
     return this.view(rec)
+  }
+
+  /** How a container of this box runs (Confinement.ts): its pod's uid when it names none. */
+  private confinementOf(spec: Runtime.ContainerSpec): Either.Either<Confinement.Confinement, string> {
+    const sb = this.sandboxes.get(spec.sandboxId)
+    return Confinement.decide(spec, this.info.capabilities.runAsUser ? sb?.uid : undefined)
+  }
+
+  /** The chain's context of a container: its pod's namespaces and its confinement. */
+  private contextOf(sb: SandboxRecord | undefined, spec: Runtime.ContainerSpec): Shim.Context {
+    // Checked at create; a record from before a change of the rules runs as it was made then.
+    const c = Either.getOrElse(this.confinementOf(spec), () => Confinement.legacy(spec.user))
+    return {
+      holderPid: sb?.holder?.pid,
+      net: sb?.network !== undefined,
+      user: c.user === undefined ? undefined : { uid: c.user.uid, gid: c.user.gid, supplementalGroups: c.user.groups },
+      capabilities: c.capabilities,
+      noNewPrivs: c.noNewPrivs,
+      // Only where the container has a mount namespace to make read-only without touching the host's.
+      readOnlyRoot: c.readOnlyRoot && sb?.holder !== undefined
+    }
   }
 
   private view(rec: ContainerRecord): Runtime.Container {
@@ -1057,7 +1119,7 @@ export class ProcessDriver {
       throw invalid(`sandbox ${sb.id} is not ready: its namespaces are gone`)
     const dir = this.shimDir(rec)
     const path = `${sb.id}/${rec.id}`
-    const ctx: Shim.Context = { holderPid: sb.holder?.pid, net: sb.network !== undefined, user: spec.user }
+    const ctx = this.contextOf(sb, spec)
     // The native shim makes the container's cgroup itself, off this thread: a cgroup's mkdir
     // waits on the kernel's cgroup lock, which every process joining a cgroup holds for an RCU
     // grace period, so in a burst of starts the box's thread would stand still in mkdir.
@@ -1186,7 +1248,7 @@ export class ProcessDriver {
     const sb = this.sandboxes.get(rec.spec.sandboxId)
     const env: Record<string, string> = { PATH: defaultPath, ...rec.spec.env, ...request.env }
     if (rec.cgroup) env.FLEET_SHIM_CGROUPS = this.cg.procsFiles(`${rec.spec.sandboxId}/${rec.id}`).join(" ")
-    const ctx: Shim.Context = { holderPid: sb?.holder?.pid, net: sb?.network !== undefined, user: rec.spec.user }
+    const ctx = this.contextOf(sb, rec.spec)
     const child = spawn(this.tools.sh, Shim.execArgv(this.tools, ctx, request.workingDir ?? rec.spec.workingDir ?? "", request.command), {
       detached: true,
       env,
