@@ -84,7 +84,7 @@ export interface SubresourceHandler {
   ) => Effect.Effect<ApiResponse, ApiError.ApiError>
 }
 
-/** What the audit log records of one mutating request (never a body). */
+/** What the audit log records of one mutating request, or of a node's read of a Secret, ConfigMap, claim or account (never a body). */
 export interface AuditRecord {
   readonly time: string
   readonly user: string
@@ -104,6 +104,12 @@ export interface AuditRecord {
 
 // exec and signal act on a workload: the audit log records them as it records writes.
 const mutatingVerbs = new Set(["create", "update", "patch", "delete", "deletecollection", "exec", "signal"])
+
+// A node's reads of what its pods are given (Secrets, ConfigMaps, claims, accounts) are recorded
+// too, as kube-apiserver's audit policies do: a stolen node credential leaves a trail.
+const nodeReads = new Set(["secrets", "configmaps", "serviceaccounts", "persistentvolumeclaims", "persistentvolumes"])
+const audited = (a: Authz.Attributes): boolean =>
+  mutatingVerbs.has(a.verb) || (a.resourceRequest && a.apiGroup === "" && nodeReads.has(a.resource) && a.user.groups.includes("system:nodes"))
 
 /** A running API server. */
 export interface ApiServer {
@@ -365,7 +371,7 @@ export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Sc
         Effect.tap((response) =>
           Effect.sync(() => {
             const a = attributes
-            if (options.audit === undefined || a === undefined || !mutatingVerbs.has(a.verb)) return
+            if (options.audit === undefined || a === undefined || !audited(a)) return
             options.audit({
               time: new Date(started).toISOString(),
               user: (impersonator ?? a.user).name,
