@@ -2,7 +2,7 @@
  * The built-in admission chain (DESIGN §5, §10), in kube-apiserver's order. Every plugin's
  * `mutate` runs first, in this order, then every plugin's `validate`, in this order:
  *
- *   NamespaceLifecycle ─ NodeRestriction ─ DefaultServiceAccount ─ Priority ─ DefaultTolerationSeconds
+ *   NamespaceLifecycle ─ NodeRestriction ─ DefaultServiceAccount ─ PodSecurity ─ Priority ─ DefaultTolerationSeconds
  *     ─ LimitRanger ─ MutatingAdmissionWebhook ─ RegionLabel ─ ValidatingAdmissionWebhook
  *     ─ IngressHostOwnership ─ ResourceQuota ─ ClusterIpAllocator ─ NodePortAllocator
  *
@@ -26,6 +26,7 @@ import * as Priority from "./Priority.js"
 import * as NamespaceLifecycle from "./NamespaceLifecycle.js"
 import * as NodePortAllocator from "./NodePortAllocator.js"
 import * as NodeRestriction from "./NodeRestriction.js"
+import * as PodSecurity from "./PodSecurity.js"
 import * as RegionLabel from "./RegionLabel.js"
 import * as ResourceQuota from "./ResourceQuota.js"
 import * as Webhooks from "./Webhooks.js"
@@ -38,6 +39,7 @@ export * as LimitRanger from "./LimitRanger.js"
 export * as NamespaceLifecycle from "./NamespaceLifecycle.js"
 export * as NodePortAllocator from "./NodePortAllocator.js"
 export * as NodeRestriction from "./NodeRestriction.js"
+export * as PodSecurity from "./PodSecurity.js"
 export * as Priority from "./Priority.js"
 export * as RegionLabel from "./RegionLabel.js"
 export * as ResourceQuota from "./ResourceQuota.js"
@@ -48,6 +50,7 @@ export const order: ReadonlyArray<string> = [
   NamespaceLifecycle.name,
   NodeRestriction.name,
   DefaultServiceAccount.name,
+  PodSecurity.name,
   Priority.name,
   DefaultTolerationSeconds.name,
   LimitRanger.name,
@@ -70,6 +73,8 @@ export interface Options {
   /** The webhook transport; without it there are no webhook plugins. */
   readonly call?: Webhooks.Call
   readonly serviceAccount?: DefaultServiceAccount.Options
+  /** Pod Security defaults and exemptions (default: `privileged` in every mode, as kube-apiserver). */
+  readonly podSecurity?: Omit<PodSecurity.Options, "store" | "transformer">
   /** Default NoExecute toleration seconds of pods (300 s each). */
   readonly tolerations?: DefaultTolerationSeconds.Options
   /** `--service-cluster-ip-range` (default `10.96.0.0/12`). */
@@ -90,6 +95,7 @@ export const make = (options: Options): Effect.Effect<ReadonlyArray<Admission.Pl
       NamespaceLifecycle.make(stored),
       NodeRestriction.make(),
       DefaultServiceAccount.make({ ...stored, ...options.serviceAccount }),
+      PodSecurity.make({ ...stored, ...options.podSecurity }),
       Priority.make(stored),
       DefaultTolerationSeconds.make(options.tolerations),
       LimitRanger.make(stored),

@@ -6,7 +6,7 @@
  *
  *   decode ─▶ defaults ─▶ mutate(plugin…) ─▶ strategy validation ─▶ validate(plugin…) ─▶ store.txn([write, …ops])
  */
-import { Effect } from "effect"
+import { Effect, FiberRef } from "effect"
 import type { TxnOp } from "../store/Store.js"
 import type { ApiError } from "./ApiError.js"
 import type { UserInfo } from "./Http.js"
@@ -48,4 +48,40 @@ export const validate = (plugins: ReadonlyArray<Plugin>, request: Request): Effe
   Effect.map(
     Effect.forEach(plugins, (plugin) => (plugin.validate ? plugin.validate(request) : Effect.succeed([] as ReadonlyArray<TxnOp>))),
     (ops) => ops.flat()
+  )
+
+/**
+ * What admission says of one request besides its verdict: warnings for the client (the API
+ * server sends them as `Warning: 299 - "…"` headers, as kube-apiserver does) and annotations
+ * for the request's audit record (`pod-security.kubernetes.io/audit-violations`, …).
+ */
+export interface Notes {
+  readonly warnings: Array<string>
+  readonly annotations: Record<string, string>
+}
+
+/** A fresh, empty set of notes. */
+export const emptyNotes = (): Notes => ({ warnings: [], annotations: {} })
+
+/**
+ * The notes of the request a fiber serves: set by the API server around each request, absent
+ * elsewhere (a plugin run outside a request notes nothing). A FiberRef rather than a return
+ * value, so a plugin that warns needs no change to the verdict types every plugin shares.
+ */
+export const currentNotes = FiberRef.unsafeMake<Notes | undefined>(undefined)
+
+/** Add a warning for the client (once: admission may run again after a lost compare-and-swap). */
+export const warn = (message: string): Effect.Effect<void> =>
+  Effect.flatMap(FiberRef.get(currentNotes), (notes) =>
+    Effect.sync(() => {
+      if (notes !== undefined && !notes.warnings.includes(message)) notes.warnings.push(message)
+    })
+  )
+
+/** Add an annotation to the request's audit record. */
+export const annotate = (key: string, value: string): Effect.Effect<void> =>
+  Effect.flatMap(FiberRef.get(currentNotes), (notes) =>
+    Effect.sync(() => {
+      if (notes !== undefined) notes.annotations[key] = value
+    })
   )

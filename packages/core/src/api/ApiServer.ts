@@ -15,7 +15,7 @@ import * as FleetMetrics from "../observability/FleetMetrics.js"
 import { MetricRegistry } from "../observability/MetricRegistry.js"
 import * as Keys from "../store/Keys.js"
 import { Store as StoreTag, type StoreService } from "../store/Store.js"
-import type * as Admission from "./Admission.js"
+import * as Admission from "./Admission.js"
 import * as ApiError from "./ApiError.js"
 import * as Authz from "./Authz.js"
 import * as Crd from "./Crd.js"
@@ -100,6 +100,8 @@ export interface AuditRecord {
   readonly client: string
   /** Set when the caller acted as another user (`Impersonate-User`): `user` and `groups` are the caller's. */
   readonly impersonatedUser?: { readonly user: string; readonly groups: ReadonlyArray<string> }
+  /** What admission noted of the request (`pod-security.kubernetes.io/audit-violations`, …), when anything. */
+  readonly annotations?: Readonly<Record<string, string>>
 }
 
 // exec and signal act on a workload: the audit log records them as it records writes.
@@ -110,6 +112,10 @@ const mutatingVerbs = new Set(["create", "update", "patch", "delete", "deletecol
 const nodeReads = new Set(["secrets", "configmaps", "serviceaccounts", "persistentvolumeclaims", "persistentvolumes"])
 const audited = (a: Authz.Attributes): boolean =>
   mutatingVerbs.has(a.verb) || (a.resourceRequest && a.apiGroup === "" && nodeReads.has(a.resource) && a.user.groups.includes("system:nodes"))
+
+/** The `Warning` header with admission's warnings added to what the handler sent (`299 - "…"`, as kube-apiserver writes them). */
+const warningHeader = (sent: string | undefined, warnings: ReadonlyArray<string>): Record<string, string> =>
+  warnings.length === 0 ? {} : { warning: [...(sent === undefined ? [] : [sent]), ...warnings.map((w) => `299 - ${JSON.stringify(w)}`)].join(", ") }
 
 /** A running API server. */
 export interface ApiServer {
@@ -316,6 +322,8 @@ export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Sc
       let attributes: Authz.Attributes | undefined
       // The authenticated caller when it acts as another user (for the audit record).
       let impersonator: UserInfo | undefined
+      // Admission's warnings (sent as Warning headers) and audit annotations for this request.
+      const notes = Admission.emptyNotes()
       const started = Date.now()
       const t0 = performance.now()
       const requestId = requestIdOf(raw.headers)
@@ -340,6 +348,7 @@ export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Sc
         if (route._tag === "Unknown") return yield* Effect.fail(notFoundPath())
         return yield* discovery(route, request)
       }).pipe(
+        Effect.locally(Admission.currentNotes, notes),
         Effect.catchAll((e) => Effect.succeed(json(e.status.code ?? 500, e.status, e.headers ?? {}))),
         Effect.catchAllDefect((defect) =>
           Effect.succeed(json(500, Status.internalError(defect instanceof Error ? defect.message : String(defect))))
@@ -356,7 +365,7 @@ export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Sc
           const verb = metricVerb(a.verb)
           metrics.requests.labels(verb, group, resource, subresource, String(response.status)).inc()
           metrics.duration.labels(verb, group, resource, subresource).observe(seconds)
-          const answered: ApiResponse = { ...response, headers: { ...response.headers, "x-request-id": requestId } }
+          const answered: ApiResponse = { ...response, headers: { ...response.headers, ...warningHeader(response.headers["warning"], notes.warnings), "x-request-id": requestId } }
           const user = attributes?.user.name ?? ""
           if (response.status >= 500) {
             return Effect.as(Effect.logWarning(`${raw.method} ${raw.path} answered ${response.status}`).pipe(Effect.annotateLogs({ code: response.status, user })), answered)
@@ -385,7 +394,8 @@ export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Sc
               code: response.status,
               latencyMs: Date.now() - started,
               client: raw.client,
-              ...(impersonator === undefined ? {} : { impersonatedUser: { user: a.user.name, groups: a.user.groups } })
+              ...(impersonator === undefined ? {} : { impersonatedUser: { user: a.user.name, groups: a.user.groups } }),
+              ...(Object.keys(notes.annotations).length === 0 ? {} : { annotations: { ...notes.annotations } })
             })
           })
         ),

@@ -16,6 +16,7 @@ describe("the default chain", () => {
       "NamespaceLifecycle",
       "NodeRestriction",
       "DefaultServiceAccount",
+      "PodSecurity",
       "Priority",
       "DefaultTolerationSeconds",
       "LimitRanger",
