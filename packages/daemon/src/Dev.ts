@@ -10,6 +10,9 @@
  * Ctrl-C stops every workload the agent runs (graceful stops, then SIGKILL) before the box and the
  * server go: nothing is left behind. A dev process that dies without that (SIGKILL, a crash)
  * leaves its containers under their shims; the next start adopts them instead of starting copies.
+ * The stop is bounded (`Shutdown`): pods get at most `--shutdown-grace`, and past the deadline or
+ * on a second Ctrl-C every process of the box's pods and holders is SIGKILLed (`HardStop`) before
+ * the process exits, whatever state the node is in.
  */
 import { AgentUsage, Client, InProcess, MetricRegistry, NodeAccess, ServiceCatalog } from "@koder/fleet-core"
 import { KboxClient } from "@koder/fleet-kbox-client"
@@ -18,11 +21,13 @@ import { homedir } from "node:os"
 import { join, resolve } from "node:path"
 import type { Worker } from "node:worker_threads"
 import * as HostFacts from "./agent/HostFacts.js"
+import * as HardStop from "./box/HardStop.js"
 import * as NodeThread from "./agent/NodeThread.js"
 import { ConfigError } from "./DaemonError.js"
 import * as ServiceProxy from "./net/ServiceProxy.js"
 import * as Logging from "./observability/Logging.js"
 import * as Server from "./Server.js"
+import * as Shutdown from "./Shutdown.js"
 import * as ShimFlag from "./box/ShimFlag.js"
 
 /** `koder-fleet dev --help`. */
@@ -39,6 +44,8 @@ A single-host cluster: API server, controllers, scheduler, box and agent in one 
   --nodeport-address A   where NodePort Services listen (default 127.0.0.1; off: nowhere)
   --lb-pool RANGES       LoadBalancer addresses (default 127.0.0.2-127.0.0.254, proxied on this host)
   --shim auto|sh         how the box starts containers (koder-fleet box --help; default auto)
+  --shutdown-grace DUR   Ctrl-C: each pod gets at most this to stop (default 30s); dev exits within it
+                         + 15s, and a second Ctrl-C kills every pod's processes at once (docs/nodes.md)
 
 Any other flag is the server's (koder-fleet server --help).`
 
@@ -110,6 +117,9 @@ const node = (config: Config, thread: Worker, lost: Deferred.Deferred<never, { r
       handle: context.handle,
       registry: yield* MetricRegistry.MetricRegistry,
       onLost: (message) => Deferred.unsafeDone(lost, Exit.fail({ message })),
+      // The node gets the grace and a little more to stop its pods; then what is left is killed.
+      stopTimeoutMs: Shutdown.grace() + 10_000,
+      hardStop: () => void HardStop.killAll(join(dataDir, "box")),
       data: {
         server: context.server,
         token,
@@ -120,7 +130,8 @@ const node = (config: Config, thread: Worker, lost: Deferred.Deferred<never, { r
         reserved: config.reserved,
         region: config.server.region,
         clusterDns: context.dns === undefined ? undefined : `${context.dns.host}:${context.dns.port}`,
-        logging: logging === undefined ? undefined : { format: logging.format, level: logging.level.label }
+        logging: logging === undefined ? undefined : { format: logging.format, level: logging.level.label },
+        stopGraceSeconds: Shutdown.grace() / 1000
       }
     })
     // Logs, exec, signals and usage: from the box over its socket, as a server reaches a node's box.
@@ -162,6 +173,8 @@ export const main = async (args: ReadonlyArray<string>): Promise<number> => {
       ].join("\n")
     )
   )
+  // A second Ctrl-C, or a stop past its deadline: nothing the box started outlives the process.
+  Shutdown.onHardStop(() => void HardStop.killAll(join(config.right.server.dataDir, "box")))
   const thread = NodeThread.spawn()
   const lost = Deferred.unsafeMake<never, { readonly message: string }>(FiberId.none)
   try {

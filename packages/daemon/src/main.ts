@@ -8,6 +8,7 @@ import * as BaselineTier from "./observability/BaselineTier.js"
 import * as InliningBudget from "./observability/InliningBudget.js"
 import * as Logging from "./observability/Logging.js"
 import * as Roles from "./Roles.js"
+import * as Shutdown from "./Shutdown.js"
 
 const version = "0.1.0"
 
@@ -20,7 +21,7 @@ const usage = () =>
     "",
     "  version  print the version",
     "",
-    `flags of every role:${Logging.usage}`
+    `flags of every role:${Logging.usage}${Shutdown.usage}`
   ].join("\n")
 
 // A reader of stdout or stderr that goes away (`koder-fleet dev | head`, a closed pipe) must not
@@ -39,10 +40,13 @@ InliningBudget.limit(command)
 BaselineTier.apply(command)
 // The log flags apply to every role: taken off here, the role parses the rest.
 const logFlags = Logging.extractFlags(given)
-const args = logFlags._tag === "Right" ? logFlags.right.rest : given
+// So does the shutdown grace: every role's stop is bounded by it (Shutdown.ts).
+const shutdownFlag = Shutdown.extractFlag(logFlags._tag === "Right" ? logFlags.right.rest : given)
+const args = shutdownFlag._tag === "Right" ? [...shutdownFlag.right.rest] : given
 if (logFlags._tag === "Right") Logging.configure(logFlags.right.settings)
-if (logFlags._tag === "Left") {
-  console.error(`koder-fleet: ${logFlags.left}`)
+if (shutdownFlag._tag === "Right") Shutdown.configure(shutdownFlag.right.graceMs)
+if (logFlags._tag === "Left" || shutdownFlag._tag === "Left") {
+  console.error(`koder-fleet: ${logFlags._tag === "Left" ? logFlags.left : shutdownFlag._tag === "Left" ? shutdownFlag.left : ""}`)
   process.exitCode = 2
 } else if (command === "version" || command === "--version") {
   console.log(`koder-fleet ${version}`)
@@ -50,6 +54,8 @@ if (logFlags._tag === "Left") {
   console.log(usage())
 } else {
   const role = Roles.parse(command)
+  // Before the role's own signal handlers: the deadline and the second signal's hard stop come first.
+  if (role !== undefined && Roles.available.includes(role)) Shutdown.install(role)
   if (role === undefined) {
     console.error(`koder-fleet: unknown role ${JSON.stringify(command)}\n\n${usage()}`)
     process.exitCode = 2

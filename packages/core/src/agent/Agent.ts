@@ -79,6 +79,8 @@ export interface Options {
   readonly facts: NodeStatus.Facts
   /** Where pod directories (volumes) live: `<dataDir>/pods/<uid>`. */
   readonly dataDir: string
+  /** A memory-backed directory (tmpfs) for Secret and projected volumes: `<memoryDir>/pods/<uid>` (default: under `dataDir`). */
+  readonly memoryDir?: string
   /** `host` (default): pods share the host's network and get host ports; `pod`: a namespace and IP each. */
   readonly network?: "host" | "pod"
   /** Pods synced at once (default 16). */
@@ -101,6 +103,8 @@ export interface Options {
   readonly runtimeName?: string
   /** `--network-policy-strict`: a pod whose NetworkPolicy cannot be enforced is not started (default: it runs, with a Warning). */
   readonly networkPolicyStrict?: boolean
+  /** The longest grace `stopAll` gives a pod (dev's `--shutdown-grace`, in seconds; default: each pod's own). */
+  readonly stopGraceSeconds?: number
 }
 
 /** Counters of the agent, for tests and metrics. */
@@ -459,13 +463,22 @@ export const make = (
         return (state.sandbox = sandbox)
       })
 
+    // A pod's directories: its own under the data dir, and its Secrets' in the memory directory.
+    const removePodDirs = (uid: string) =>
+      Effect.all(
+        [options.dataDir, ...(options.memoryDir === undefined ? [] : [options.memoryDir])].map((d) => writer.removePod(VolumePlan.podDir(d, uid)).pipe(Effect.ignore)),
+        { discard: true }
+      )
+
     const prepareVolumes = (state: PodState, pod: Pod.Pod, lookup: VolumePlan.Lookup) =>
       Effect.gen(function* () {
-        const plan = VolumePlan.plan(pod, lookup, VolumePlan.podDir(options.dataDir, pod.metadata.uid ?? ""), {
-          hostIP: facts.internalIP,
-          podIP: podIPOf(state) ?? "",
-          nodeAllocatable: facts.allocatable
-        })
+        const plan = VolumePlan.plan(
+          pod,
+          lookup,
+          VolumePlan.podDir(options.dataDir, pod.metadata.uid ?? ""),
+          { hostIP: facts.internalIP, podIP: podIPOf(state) ?? "", nodeAllocatable: facts.allocatable },
+          { ...(options.memoryDir === undefined ? {} : { memoryDir: options.memoryDir }), identity: VolumePlan.identityOf(pod, state.sandbox?.uid) }
+        )
         if (Either.isLeft(plan)) return Either.left(plan.left)
         for (const source of plan.right.sources) {
           const done = yield* Effect.either(writer.prepare(source))
@@ -724,7 +737,7 @@ export const make = (
         if (pod === undefined && observed.length === 0 && state.sandbox === undefined && state.hostPorts === undefined) {
           // Never known or already cleaned up: only a stale sandbox may be left.
           for (const s of yield* runtime.sandboxes.list({ podUid: uid })) yield* runtime.sandboxes.remove(s.id)
-          yield* writer.removePod(VolumePlan.podDir(options.dataDir, uid)).pipe(Effect.ignore)
+          yield* removePodDirs(uid)
           states.delete(uid)
           return undefined
         }
@@ -818,7 +831,7 @@ export const make = (
         if (cleanup) {
           yield* syncProbes(uid, undefined, state, [])
           for (const s of yield* runtime.sandboxes.list({ podUid: uid })) yield* runtime.sandboxes.remove(s.id)
-          yield* writer.removePod(VolumePlan.podDir(options.dataDir, uid)).pipe(Effect.ignore)
+          yield* removePodDirs(uid)
           states.delete(uid)
           return undefined
         }
@@ -1029,7 +1042,10 @@ export const make = (
         list.filter((c) => ContainerIdentity.podUidOf(c) !== undefined),
         (c) => {
           const pod = podsByUid.get(ContainerIdentity.podUidOf(c)!)
-          const grace = Math.max(PodSync.minimumGracePeriodSeconds, pod?.spec.terminationGracePeriodSeconds ?? PodSync.defaultGracePeriodSeconds)
+          // A pod's own grace, but never past the shutdown's: Ctrl-C is bounded whatever pods ask for
+          // (and a container adopted from a crashed run, whose pod is not known yet, gets the default).
+          const own = Math.max(PodSync.minimumGracePeriodSeconds, pod?.spec.terminationGracePeriodSeconds ?? PodSync.defaultGracePeriodSeconds)
+          const grace = Math.max(0, Math.min(own, options.stopGraceSeconds ?? own))
           return Effect.ignore(runtime.containers.stop(c.id, { gracePeriodMs: grace * 1000 }))
         },
         { concurrency: "unbounded", discard: true }
@@ -1044,7 +1060,7 @@ export const make = (
         (s) =>
           Effect.zipRight(
             Effect.ignore(runtime.sandboxes.remove(s.id)),
-            podsKnown && !podsByUid.has(s.spec.podUid) ? writer.removePod(VolumePlan.podDir(options.dataDir, s.spec.podUid)).pipe(Effect.ignore) : Effect.void
+            podsKnown && !podsByUid.has(s.spec.podUid) ? removePodDirs(s.spec.podUid) : Effect.void
           ),
         { concurrency: "unbounded", discard: true }
       )

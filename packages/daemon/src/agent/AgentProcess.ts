@@ -71,7 +71,7 @@ export interface Options {
   /** The cluster DNS (`host:port`) host-mode pods are told of in `FLEET_DNS`. */
   readonly clusterDns?: string
   /** Timings passed to the agent (tests shorten them). */
-  readonly tuning?: Pick<Agent.Options, "workers" | "relistMs" | "resyncMs" | "leaseRenewMs" | "nodeStatusReportMs" | "objectTtlMs">
+  readonly tuning?: Pick<Agent.Options, "workers" | "relistMs" | "resyncMs" | "leaseRenewMs" | "nodeStatusReportMs" | "objectTtlMs" | "stopGraceSeconds">
 }
 
 /** A running agent process. */

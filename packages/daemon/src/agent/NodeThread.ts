@@ -34,6 +34,8 @@ export interface WorkerData {
   readonly clusterDns: string | undefined
   /** The log settings main was given; the level by its label (`INFO`). */
   readonly logging: { readonly format: "json" | "text"; readonly level: string } | undefined
+  /** The longest grace a pod gets when the node stops (`--shutdown-grace`, seconds; undefined: its own). */
+  readonly stopGraceSeconds?: number
 }
 
 /** Messages from the worker. */
@@ -54,8 +56,8 @@ export interface Running {
   readonly box: { readonly name: string; readonly version: string; readonly shim: string | undefined }
 }
 
-/** Stopping waits this long for the node to end its workloads before the thread is ended. */
-const stopTimeoutMs = 60_000
+/** Stopping waits this long (by default) for the node to end its workloads before the thread is ended. */
+const defaultStopTimeoutMs = 60_000
 
 // Built, the worker is its own entry beside main.js; from source (tests, benchmarks, tsx), the
 // worker registers tsx itself: a worker thread does not inherit the main thread's loader hooks.
@@ -95,6 +97,10 @@ export const start = (options: {
   readonly registry: MetricRegistry.Registry
   /** Told when the thread fails or exits on its own after its start (the process should stop). */
   readonly onLost: (message: string) => void
+  /** How long a stop may take before the thread is ended (default 60 s). */
+  readonly stopTimeoutMs?: number
+  /** Run (synchronously) when a stop timed out, before the thread is ended: what it did not stop must not outlive it. */
+  readonly hardStop?: () => void
 }): Effect.Effect<Running, { readonly message: string }, Scope.Scope> =>
   Effect.gen(function* () {
     const channel = new MessageChannel()
@@ -133,7 +139,10 @@ export const start = (options: {
     yield* Effect.addFinalizer(() =>
       Effect.async<void>((resume) => {
         stopping = true
-        const timer = setTimeout(() => void worker.terminate(), stopTimeoutMs)
+        const timer = setTimeout(() => {
+          options.hardStop?.()
+          void worker.terminate()
+        }, options.stopTimeoutMs ?? defaultStopTimeoutMs)
         onStopped = () => {
           onStopped = () => {}
           clearTimeout(timer)

@@ -68,7 +68,8 @@ const node = Effect.gen(function* () {
     dataDir: data.agentDir,
     reserved: data.reserved,
     ...(data.region === undefined ? {} : { region: data.region }),
-    ...(data.clusterDns === undefined ? {} : { clusterDns: data.clusterDns })
+    ...(data.clusterDns === undefined ? {} : { clusterDns: data.clusterDns }),
+    ...(data.stopGraceSeconds === undefined ? {} : { tuning: { stopGraceSeconds: data.stopGraceSeconds } })
   })
   // Runs before the box closes (finalizers run in reverse): a stop ends every workload.
   yield* Effect.addFinalizer(() => running.agent.stopAll)
