@@ -79,8 +79,6 @@ export interface Options {
   readonly facts: NodeStatus.Facts
   /** Where pod directories (volumes) live: `<dataDir>/pods/<uid>`. */
   readonly dataDir: string
-  /** A memory-backed directory (tmpfs) for Secret and projected volumes: `<memoryDir>/pods/<uid>` (default: under `dataDir`). */
-  readonly memoryDir?: string
   /** `host` (default): pods share the host's network and get host ports; `pod`: a namespace and IP each. */
   readonly network?: "host" | "pod"
   /** Pods synced at once (default 16). */
@@ -463,22 +461,13 @@ export const make = (
         return (state.sandbox = sandbox)
       })
 
-    // A pod's directories: its own under the data dir, and its Secrets' in the memory directory.
-    const removePodDirs = (uid: string) =>
-      Effect.all(
-        [options.dataDir, ...(options.memoryDir === undefined ? [] : [options.memoryDir])].map((d) => writer.removePod(VolumePlan.podDir(d, uid)).pipe(Effect.ignore)),
-        { discard: true }
-      )
-
     const prepareVolumes = (state: PodState, pod: Pod.Pod, lookup: VolumePlan.Lookup) =>
       Effect.gen(function* () {
-        const plan = VolumePlan.plan(
-          pod,
-          lookup,
-          VolumePlan.podDir(options.dataDir, pod.metadata.uid ?? ""),
-          { hostIP: facts.internalIP, podIP: podIPOf(state) ?? "", nodeAllocatable: facts.allocatable },
-          { ...(options.memoryDir === undefined ? {} : { memoryDir: options.memoryDir }), identity: VolumePlan.identityOf(pod, state.sandbox?.uid) }
-        )
+        const plan = VolumePlan.plan(pod, lookup, VolumePlan.podDir(options.dataDir, pod.metadata.uid ?? ""), {
+          hostIP: facts.internalIP,
+          podIP: podIPOf(state) ?? "",
+          nodeAllocatable: facts.allocatable
+        })
         if (Either.isLeft(plan)) return Either.left(plan.left)
         for (const source of plan.right.sources) {
           const done = yield* Effect.either(writer.prepare(source))
@@ -737,7 +726,7 @@ export const make = (
         if (pod === undefined && observed.length === 0 && state.sandbox === undefined && state.hostPorts === undefined) {
           // Never known or already cleaned up: only a stale sandbox may be left.
           for (const s of yield* runtime.sandboxes.list({ podUid: uid })) yield* runtime.sandboxes.remove(s.id)
-          yield* removePodDirs(uid)
+          yield* writer.removePod(VolumePlan.podDir(options.dataDir, uid)).pipe(Effect.ignore)
           states.delete(uid)
           return undefined
         }
@@ -831,7 +820,7 @@ export const make = (
         if (cleanup) {
           yield* syncProbes(uid, undefined, state, [])
           for (const s of yield* runtime.sandboxes.list({ podUid: uid })) yield* runtime.sandboxes.remove(s.id)
-          yield* removePodDirs(uid)
+          yield* writer.removePod(VolumePlan.podDir(options.dataDir, uid)).pipe(Effect.ignore)
           states.delete(uid)
           return undefined
         }
@@ -1060,7 +1049,7 @@ export const make = (
         (s) =>
           Effect.zipRight(
             Effect.ignore(runtime.sandboxes.remove(s.id)),
-            podsKnown && !podsByUid.has(s.spec.podUid) ? removePodDirs(s.spec.podUid) : Effect.void
+            podsKnown && !podsByUid.has(s.spec.podUid) ? writer.removePod(VolumePlan.podDir(options.dataDir, s.spec.podUid)).pipe(Effect.ignore) : Effect.void
           ),
         { concurrency: "unbounded", discard: true }
       )
