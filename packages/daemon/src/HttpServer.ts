@@ -9,13 +9,15 @@
  * A client is known here only by its bearer token (a hash prefix, never the token) or its remote
  * address: authentication happens inside the handler, after the limits.
  */
-import { Http, Impersonation, Status } from "@koder/fleet-core"
+import { Http, Impersonation, Status, WatchBudget } from "@koder/fleet-core"
 import { Cause, Deferred, Duration, Effect, Exit, Fiber, Runtime, type Scope, Stream } from "effect"
 import { createHash } from "node:crypto"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { createServer, type Server } from "node:https"
 import type { AddressInfo } from "node:net"
 import { ListenError } from "./DaemonError.js"
+import * as ConnectionGuard from "./internal/ConnectionGuard.js"
+import * as WatchWriter from "./internal/WatchWriter.js"
 
 /** A request as the core handler takes it (authentication fills in the user). */
 export type Request = Omit<Http.ApiRequest, "user">
@@ -29,8 +31,22 @@ export interface Limits {
   readonly maxBodyBytes: number
   /** Concurrent non-watch requests per client (default 100); more get 429. */
   readonly maxInFlight: number
-  /** Concurrent watches per client (default 1000); more get 429. */
+  /**
+   * Concurrent watches per client and per user (default 250); more get 429. A client is its
+   * bearer token or address (counted before authentication), a user who it authenticates as
+   * (counted after, so many tokens of one ServiceAccount share one count).
+   */
   readonly maxWatches: number
+  /** Bytes one user's watches may owe their clients (WatchBudget; default 64 MiB, 0: no limit); past it, 429 or closed. */
+  readonly watchBudgetPerUser: number
+  /** How long a watch may wait for its client to read before it is closed (default 60 s). */
+  readonly watchStallTimeout: Duration.DurationInput
+  /** From accept to the first request's headers, TLS handshake included (default 10 s); then closed. */
+  readonly firstRequestTimeout: Duration.DurationInput
+  /** How long a kept-alive connection may sit idle between requests (default 5 s, Node's). */
+  readonly keepAliveTimeout: Duration.DurationInput
+  /** Connections one remote address may hold at once (default 4,096; 0: no limit). */
+  readonly maxConnectionsPerAddress: number
   /** Time to read the body and produce a non-watch response (default 60 s); then 504. */
   readonly requestTimeout: Duration.DurationInput
   /** How long shutdown waits for in-flight requests before cutting them off (default 10 s). */
@@ -41,7 +57,12 @@ export interface Limits {
 export const defaults: Limits = {
   maxBodyBytes: 3 * 1024 * 1024,
   maxInFlight: 100,
-  maxWatches: 1000,
+  maxWatches: 250,
+  watchBudgetPerUser: WatchBudget.defaultBytesPerUser,
+  watchStallTimeout: WatchWriter.defaults.stallTimeout,
+  firstRequestTimeout: ConnectionGuard.defaults.firstRequestTimeout,
+  keepAliveTimeout: "5 seconds",
+  maxConnectionsPerAddress: ConnectionGuard.defaults.maxPerAddress,
   requestTimeout: "60 seconds",
   shutdownGrace: "10 seconds"
 }
@@ -234,6 +255,10 @@ export const make = (options: Options): Effect.Effect<HttpServer, ListenError, S
     const requests = new Set<Fiber.RuntimeFiber<void>>()
     const watches = new Set<Fiber.RuntimeFiber<void>>()
     const perClient = new Map<string, { requests: number; watches: number }>()
+    // Watches per authenticated user, and the bytes they owe their clients (issue 29).
+    const perUser = new Map<string, number>()
+    const budget = WatchBudget.make(limits.watchBudgetPerUser)
+    const pacing: WatchWriter.Options = { window: WatchWriter.defaults.window, stallTimeout: limits.watchStallTimeout }
 
     const admit = (client: string, watch: boolean): (() => void) | undefined => {
       const count = perClient.get(client) ?? { requests: 0, watches: 0 }
@@ -271,16 +296,58 @@ export const make = (options: Options): Effect.Effect<HttpServer, ListenError, S
       if (response._tag === "Json") return Effect.sync(() => sendJson(res, response, close || draining))
       return Effect.gen(function* () {
         if (res.destroyed) return
+        const backlog = response.watch === undefined ? undefined : admitWatch(res, response.watch)
+        if (backlog === false) return
         res.writeHead(response.status, response.headers)
         res.flushHeaders() // a watcher learns at once that its watch is established
+        const written =
+          backlog === undefined
+            ? Stream.runForEach(response.body, (chunk) => writeChunk(res, chunk))
+            : WatchWriter.write(res, response.body, backlog, pacing, (why) =>
+                runFork(Effect.logInfo(`watch of user ${JSON.stringify(backlog.user)} closed: ${why === "stalled" ? `its client read nothing for ${Duration.format(limits.watchStallTimeout)}` : "its user's watch budget is spent"}`))
+              )
         // On shutdown the stream ends as if the watch were over, so the client sees a clean end.
         // The race is set up once per watch: per-chunk combinators would fork per chunk.
-        yield* Effect.raceFirst(Stream.runForEach(response.body, (chunk) => writeChunk(res, chunk)), Deferred.await(stopping))
+        yield* Effect.raceFirst(written, Deferred.await(stopping))
         if (!res.destroyed) res.end()
       })
     }
 
+    /**
+     * A watch's user may open it: under the per-user count and within its WatchBudget. Answers
+     * 429 and gives `false` when not; the count and the budget are returned when the response ends.
+     */
+    const admitWatch = (res: ServerResponse, watch: NonNullable<Http.StreamResponse["watch"]>): WatchBudget.Backlog | false => {
+      const count = perUser.get(watch.user) ?? 0
+      const refuse = (message: string, retryAfter: number) => {
+        sendJson(res, statusResponse(Status.tooManyRequests(message, retryAfter), { "retry-after": String(retryAfter) }))
+        return false as const
+      }
+      if (count >= limits.maxWatches) return refuse(`Too many requests: user ${JSON.stringify(watch.user)} already has ${limits.maxWatches} concurrent watches, please try again later.`, 1)
+      const backlog = budget.admit(watch.user, watch.initialBytes)
+      if (backlog === undefined) {
+        return refuse(
+          `Too many requests: the watches of user ${JSON.stringify(watch.user)} owe their clients ${budget.used(watch.user)} bytes not yet read (the budget is ${budget.bytesPerUser}), please try again later.`,
+          5
+        )
+      }
+      perUser.set(watch.user, count + 1)
+      let released = false
+      const release = () => {
+        if (released) return
+        released = true
+        backlog.release()
+        const left = (perUser.get(watch.user) ?? 1) - 1
+        if (left === 0) perUser.delete(watch.user)
+        else perUser.set(watch.user, left)
+      }
+      res.once("finish", release)
+      res.once("close", release)
+      return backlog
+    }
+
     const onRequest = (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean) => {
+      guard.requested(req.socket)
       const url = splitUrl(req.url ?? "/")
       if (url === undefined) return sendJson(res, statusResponse(Status.badRequest(`malformed request path ${JSON.stringify(req.url)}`)))
       if (handle === undefined || (draining && !healthPaths.has(url.path))) {
@@ -342,7 +409,19 @@ export const make = (options: Options): Effect.Effect<HttpServer, ListenError, S
       })
     }
 
-    const server: Server = createServer({ cert: options.tls.cert, key: options.tls.key })
+    const firstRequestMillis = Duration.toMillis(Duration.decode(limits.firstRequestTimeout))
+    const server: Server = createServer({
+      cert: options.tls.cert,
+      key: options.tls.key,
+      handshakeTimeout: firstRequestMillis,
+      // How often Node checks headersTimeout (default 30 s, which would triple a 10 s bound).
+      connectionsCheckingInterval: Math.max(100, Math.min(1000, firstRequestMillis / 2))
+    })
+    // Headers of a later request on a kept-alive connection, and idle time between requests. A
+    // request's timeouts stop once its headers are in, so watches are never cut by them.
+    server.headersTimeout = firstRequestMillis
+    server.keepAliveTimeout = Duration.toMillis(Duration.decode(limits.keepAliveTimeout))
+    const guard = ConnectionGuard.attach(server, { firstRequestTimeout: limits.firstRequestTimeout, maxPerAddress: limits.maxConnectionsPerAddress })
     server.on("request", (req, res) => onRequest(req, res, false))
     server.on("checkContinue", (req, res) => onRequest(req, res, true))
     server.on("secureConnection", enlargeWriteBuffer)

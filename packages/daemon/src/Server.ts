@@ -37,7 +37,10 @@ export interface Config {
   /** The Prometheus endpoint (observability/MetricsServer.ts); absent or undefined: off. */
   readonly metrics?: MetricsServer.Listen
   readonly tls: { readonly sans: ReadonlyArray<string>; readonly cert: string | undefined; readonly key: string | undefined; readonly ca: string | undefined }
-  readonly limits: Pick<HttpServer.Limits, "maxInFlight" | "maxWatches" | "requestTimeout">
+  readonly limits: Pick<
+    HttpServer.Limits,
+    "maxInFlight" | "maxWatches" | "requestTimeout" | "watchBudgetPerUser" | "firstRequestTimeout" | "maxConnectionsPerAddress"
+  >
   /** Users' writes executing at once (API priority and fairness, core's FlowControl); 0: no limit. */
   readonly workloadSeats: number
   /** Controllers (and `scheduler`) not to run; `*`: none (an API-only server). */
@@ -68,7 +71,14 @@ export const usage = `usage: koder-fleet server [flags]
   --tls-key FILE               the key of --tls-cert (PEM)
   --tls-ca FILE                the CA of --tls-cert, written into the kubeconfig
   --max-requests-inflight N    concurrent non-watch requests per client (default 100)
-  --max-watches-inflight N     concurrent watches per client (default 1000)
+  --max-watches-inflight N     concurrent watches per client (token or address) and per user (default 250)
+  --watch-budget-per-user BYTES
+                               bytes one user's watches may owe their clients, unread (default 64Mi; 0: no
+                               limit); a watch that would pass it gets 429, a running one is closed
+  --first-request-timeout DURATION
+                               a connection must finish TLS and send its first request's headers in this
+                               time, or it is closed (default 10s)
+  --max-connections-per-ip N   connections one client address may hold at once (default 4096; 0: no limit)
   --request-timeout DURATION   time limit of a non-watch request, e.g. 60s, 500ms, 2m (default 60s)
   --workload-seats N           users' writes served at once; more wait their turn, fairly by user, so the
                                nodes' and controllers' own requests go first (default 2; 0: no limit)
@@ -112,6 +122,14 @@ const parseCount = (flag: string, text: string | undefined, fallback: number, ze
   return fail(`${flag} ${JSON.stringify(text)}: ${zeroMeans === undefined ? "expected a positive integer" : `expected a whole number (0: ${zeroMeans})`}`)
 }
 
+/** A size in bytes: a whole number, optionally with a binary suffix (`64Mi`, `512Ki`, `1Gi`); 0 allowed. */
+export const parseBytes = (flag: string, text: string | undefined, fallback: number): Either.Either<number, ConfigError> => {
+  if (text === undefined) return Either.right(fallback)
+  const m = /^(\d+)(Ki|Mi|Gi)?$/.exec(text.trim())
+  const n = m === null ? NaN : Number(m[1]) * { "": 1, Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3 }[m[2] ?? ""]!
+  return Number.isSafeInteger(n) ? Either.right(n) : fail(`${flag} ${JSON.stringify(text)}: expected a size in bytes such as 67108864, 64Mi or 1Gi`)
+}
+
 /** Parse the server's flags (after the role), with `env` for the defaults that have variables. */
 export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<string, string | undefined>> = process.env): Either.Either<Config, ConfigError> =>
   Either.gen(function* () {
@@ -135,6 +153,9 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
             "tls-ca": { type: "string" },
             "max-requests-inflight": { type: "string" },
             "max-watches-inflight": { type: "string" },
+            "watch-budget-per-user": { type: "string" },
+            "first-request-timeout": { type: "string" },
+            "max-connections-per-ip": { type: "string" },
             "workload-seats": { type: "string" },
             "request-timeout": { type: "string" },
             "disable-controllers": { type: "string", multiple: true },
@@ -200,7 +221,11 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
       limits: {
         maxInFlight: yield* parseCount("--max-requests-inflight", parsed["max-requests-inflight"], HttpServer.defaults.maxInFlight),
         maxWatches: yield* parseCount("--max-watches-inflight", parsed["max-watches-inflight"], HttpServer.defaults.maxWatches),
-        requestTimeout: parsed["request-timeout"] === undefined ? HttpServer.defaults.requestTimeout : yield* parseDuration("--request-timeout", parsed["request-timeout"])
+        requestTimeout: parsed["request-timeout"] === undefined ? HttpServer.defaults.requestTimeout : yield* parseDuration("--request-timeout", parsed["request-timeout"]),
+        watchBudgetPerUser: yield* parseBytes("--watch-budget-per-user", parsed["watch-budget-per-user"], HttpServer.defaults.watchBudgetPerUser),
+        firstRequestTimeout:
+          parsed["first-request-timeout"] === undefined ? HttpServer.defaults.firstRequestTimeout : yield* parseDuration("--first-request-timeout", parsed["first-request-timeout"]),
+        maxConnectionsPerAddress: yield* parseCount("--max-connections-per-ip", parsed["max-connections-per-ip"], HttpServer.defaults.maxConnectionsPerAddress, "no limit")
       }
     }
   })

@@ -48,6 +48,12 @@ export interface StreamResponse {
   readonly status: number
   readonly headers: Readonly<Record<string, string>>
   readonly body: Stream.Stream<Uint8Array, never>
+  /**
+   * Watches: the user whose watch budget (`WatchBudget`) the stream's unsent bytes count against,
+   * and how many bytes its initial state owes. The HTTP layer, which sees what the socket has not
+   * yet taken, does the accounting; each element of `body` is then one whole event.
+   */
+  readonly watch?: { readonly user: string; readonly initialBytes: number }
 }
 
 /** What a handler answers. */

@@ -115,6 +115,11 @@ export interface WatchCache {
    * tens. The watcher is registered until the scope closes.
    */
   readonly subscribe: (filter: Filter, fromRevision: number, options: WatchOptions) => Effect.Effect<Subscription, never, Scope.Scope>
+  /**
+   * The ADDED events a watch with `initialEvents` would start with now: the same shared event
+   * objects (and so the same encoded lines) its watcher will get while this array is held.
+   */
+  readonly initialEvents: (filter: Filter) => ReadonlyArray<WatchCacheEvent>
   /** Number of cached objects. */
   readonly size: () => number
   /** Number of open watchers. */
@@ -149,12 +154,16 @@ const changeOrTimeout = (state: WatchCacheState, maxWait: Duration.Duration): Ef
   }).pipe(Effect.timeoutOption(maxWait), Effect.asVoid)
 
 const encoded = new WeakMap<WatchCacheEvent, Uint8Array>()
+const encodedSse = new WeakMap<WatchCacheEvent, Uint8Array>()
 const utf8 = new TextEncoder()
 
 /**
- * The event as one line of a `?watch=true` response (`JSON + "\n"`, UTF-8). Change events are
- * shared by every watcher that receives them, so each change is serialised and encoded once for
- * all of them (with 1,000 watchers, per-watcher encoding was most of a pod event's cost).
+ * The event as one line of a `?watch=true` response (`JSON + "\n"`, UTF-8). Change events, and
+ * the ADDED events of initial states (one per object revision), are shared by every watcher that
+ * receives them, so each is serialised and encoded once for all of them (with 1,000 watchers,
+ * per-watcher encoding was most of a pod event's cost; with 500 watches from resourceVersion 0,
+ * per-watcher copies of a namespace's objects took the heap to gigabytes). The bytes live as long
+ * as the event: until no watcher holds it.
  */
 export const encodeLine = (event: WatchCacheEvent): Uint8Array => {
   let line = encoded.get(event)
@@ -163,6 +172,16 @@ export const encodeLine = (event: WatchCacheEvent): Uint8Array => {
     encoded.set(event, line)
   }
   return line
+}
+
+/** The event as one Server-Sent Event (`event: TYPE`, `data: JSON`), memoized like `encodeLine`. */
+export const encodeSse = (event: WatchCacheEvent): Uint8Array => {
+  let frame = encodedSse.get(event)
+  if (frame === undefined) {
+    frame = utf8.encode(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`)
+    encodedSse.set(event, frame)
+  }
+  return frame
 }
 
 /** The 504 kube-apiserver sends when a resourceVersion is not reached in time. */
@@ -346,6 +365,7 @@ export const make = (options: Options): Effect.Effect<WatchCache, ApiError.ApiEr
       list,
       watch,
       subscribe,
+      initialEvents: (filter) => state.initialEvents(filter),
       size: () => state.size(),
       watchers: () => state.watcherCount()
     }

@@ -36,6 +36,22 @@ interface Entry {
   readonly namespace: string
   readonly labels: Readonly<Record<string, string>> | undefined
   readonly fields: FieldSelector.Fields
+  /**
+   * This revision's ADDED event, shared by every watcher whose initial state holds it (and so its
+   * serialised line, memoized per event in `WatchCache.encodeLine`). Held weakly: once no
+   * watcher's queue or unsent batch holds it, the event and its bytes are garbage.
+   */
+  added: WeakRef<OutEvent> | undefined
+}
+
+/** The entry's ADDED event: the one still alive if any watcher holds it, else a new one. */
+const addedOf = (e: Entry): OutEvent => {
+  let event = e.added?.deref()
+  if (event === undefined) {
+    event = { type: "ADDED", object: e.object }
+    e.added = new WeakRef(event)
+  }
+  return event
 }
 
 /** One applied store event: the new entry (for DELETED, the last state) and the one it replaced. */
@@ -52,7 +68,7 @@ class Change {
 
   // Output events are built once per change and shared by every watcher that receives them.
   asAdded(): OutEvent {
-    return (this.added ??= { type: "ADDED", object: this.cur.object })
+    return (this.added ??= addedOf(this.cur))
   }
   asModified(): OutEvent {
     return (this.modified ??= { type: "MODIFIED", object: this.cur.object })
@@ -211,6 +227,20 @@ export class WatchCacheState {
     return { items, revision: this.revision(), lastKey: remaining > 0 ? lastKey : undefined, remaining }
   }
 
+  /**
+   * The ADDED events of a watch's initial state, in key order. Each is shared by every watcher
+   * that starts while another still holds it, so N watchers of one namespace cost one copy of
+   * its serialisation, not N.
+   */
+  initialEvents(filter: Filter): Array<OutEvent> {
+    const out: Array<OutEvent> = []
+    for (const key of this.keys()) {
+      const e = this.objects.get(key)!
+      if (matchesEntry(filter, e)) out.push(addedOf(e))
+    }
+    return out
+  }
+
   private keys(): ReadonlyArray<string> {
     // Rebuilt only after a key was added or removed; updates keep the order.
     return (this.sortedKeys ??= [...this.objects.keys()].sort(KeyOrder.compare))
@@ -234,7 +264,8 @@ export class WatchCacheState {
       revision,
       namespace: typeof meta?.namespace === "string" ? meta.namespace : "",
       labels: typeof labels === "object" && labels !== null ? (labels as Record<string, string>) : emptyLabels,
-      fields: this.options.fields(object)
+      fields: this.options.fields(object),
+      added: undefined
     }
   }
 
@@ -389,10 +420,7 @@ export class WatchCacheState {
       return w
     }
     if (options.initialEvents === true) {
-      for (const key of this.keys()) {
-        const e = this.objects.get(key)!
-        if (matchesEntry(filter, e)) w.queue.push({ type: "ADDED", object: e.object })
-      }
+      w.queue = this.initialEvents(filter)
       w.position = this.revision()
       if (options.bookmarks && options.initialEventsEndBookmark === true) {
         w.queue.push({ type: "BOOKMARK", object: this.bookmarkObject(w.position, true) })
