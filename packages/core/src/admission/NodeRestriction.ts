@@ -3,13 +3,17 @@
  * modify only its own Node, its own Lease in `kube-node-lease`, the status of pods bound to it,
  * and delete pods bound to it. Creating pods (mirror pods included: Fleet has no static pods) and
  * writing any other pod field are refused; node labels under `node-restriction.kubernetes.io/`
- * are reserved for administrators. Other resources are left to RBAC. Refusals are 403 with
- * kube-apiserver's messages.
+ * are reserved for administrators, and a node may not change its own taints once registered (it
+ * could lift a NoSchedule/NoExecute taint and draw workloads to itself). Evictions and
+ * TokenRequests by a node are checked where they are served (`Eviction.ts`,
+ * `ServiceAccountTokens.ts`), as they skip admission. Other resources are left to RBAC. Refusals
+ * are 403 with kube-apiserver's messages.
  */
 import { Effect, Either } from "effect"
 import type * as Admission from "../api/Admission.js"
 import * as ApiError from "../api/ApiError.js"
 import type { UserInfo } from "../api/Http.js"
+import { jsonEqual } from "../api/Strategies.js"
 import * as Status from "../model/Status.js"
 import { labels, obj } from "./internal/json.js"
 
@@ -37,6 +41,7 @@ const changedRestrictedLabels = (request: Pick<Admission.Request, "object" | "ol
 }
 
 const nodeNameOf = (pod: unknown) => obj(obj(pod)?.["spec"])?.["nodeName"]
+const taintsOf = (node: unknown) => obj(obj(node)?.["spec"])?.["taints"] ?? []
 
 /** The decision for one request (pure): `undefined` to allow, else the refusal's detail. */
 export const decide = (request: Pick<Admission.Request, "operation" | "user" | "resource" | "subresource" | "namespace" | "name" | "object" | "oldObject">): string | undefined => {
@@ -48,6 +53,9 @@ export const decide = (request: Pick<Admission.Request, "operation" | "user" | "
     if (request.operation !== "DELETE") {
       const restricted = changedRestrictedLabels(request)
       if (restricted.length > 0) return `is not allowed to modify labels: ${restricted.join(", ")}`
+    }
+    if (request.operation === "UPDATE" && request.oldObject !== undefined && !jsonEqual(taintsOf(request.object), taintsOf(request.oldObject))) {
+      return `node "${node}" is not allowed to modify taints`
     }
     return undefined
   }

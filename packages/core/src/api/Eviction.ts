@@ -26,6 +26,7 @@ import * as Disruption from "../policy/Disruption.js"
 import * as Keys from "../store/Keys.js"
 import type { SubresourceHandler } from "./ApiServer.js"
 import * as ApiError from "./ApiError.js"
+import { nodeNameOf } from "./authn/NodeCredentials.js"
 import * as Body from "./Body.js"
 import { json, type ApiRequest, type ApiResponse } from "./Http.js"
 import * as Objects from "./Objects.js"
@@ -233,6 +234,14 @@ export const subresource: SubresourceHandler = {
         transformer: context.transformer
       }
       const { dryRun: _dryRun, ...options } = deleteOptions
+      // NodeRestriction's rule, here because evictions skip admission: a node evicts only its own pods.
+      const node = nodeNameOf(request.user)
+      if (node !== undefined) {
+        const pod = yield* rest.store.get(Keys.object({ group: "", resource: "pods", namespace, name })).pipe(Effect.mapError((e) => ApiError.fromStore(e, { resource: "pods", name })))
+        if (obj(Objects.fromStored(pod)["spec"])["nodeName"] !== node) {
+          return yield* Effect.fail(ApiError.of(Status.forbidden({ group: "", resource: "pods/eviction" }, name, `node "${node}" can only evict pods with spec.nodeName set to itself`)))
+        }
+      }
       const target: Target = { rest, request, route, pods: context.resource, budgets: context.registry.byResource("policy", "v1", "poddisruptionbudgets") }
       return yield* evict(target, namespace, name, options, dryRun)
     })

@@ -17,6 +17,13 @@ describe("NodeRestriction.decide", () => {
       "is not allowed to modify labels: node-restriction.kubernetes.io/x"
     ],
     ["unchanged reserved label", request("UPDATE", "", "nodes", { user: n1, name: "n1", object: { metadata: { labels: { "a.node-restriction.kubernetes.io/x": "y" } } }, oldObject: { metadata: { labels: { "a.node-restriction.kubernetes.io/x": "y" } } } }), undefined],
+    [
+      "own taints",
+      request("UPDATE", "", "nodes", { user: n1, name: "n1", object: { spec: {} }, oldObject: { spec: { taints: [{ key: "dedicated", value: "db", effect: "NoSchedule" }] } } }),
+      'node "n1" is not allowed to modify taints'
+    ],
+    ["unchanged taints", request("UPDATE", "", "nodes", { user: n1, name: "n1", object: { spec: { taints: [{ key: "k", effect: "NoSchedule" }] } }, oldObject: { spec: { taints: [{ effect: "NoSchedule", key: "k" }] } } }), undefined],
+    ["registering with taints", request("CREATE", "", "nodes", { user: n1, name: "n1", object: { spec: { taints: [{ key: "k", effect: "NoSchedule" }] } } }), undefined],
     ["create a pod", request("CREATE", "", "pods", { user: n1, namespace: "a", name: "p", object: boundTo("n1") }), 'pod does not have "kubernetes.io/config.mirror" annotation, node "n1" can only create mirror pods'],
     ["own pod status", request("UPDATE", "", "pods", { user: n1, subresource: "status", name: "p", object: boundTo("n1"), oldObject: boundTo("n1") }), undefined],
     ["own pod spec", request("UPDATE", "", "pods", { user: n1, name: "p", object: boundTo("n1"), oldObject: boundTo("n1") }), 'node "n1" can only update pod status'],

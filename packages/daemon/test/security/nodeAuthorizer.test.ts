@@ -105,6 +105,10 @@ describe("the Node authorizer and the join flow, through a real server", () => {
     expect((await as(node).get("/api/v1/namespaces/shop/secrets")).status).toBe(403)
     expect((await as(node).get("/api/v1/secrets")).status).toBe(403)
     expect((await as(node).get("/api/v1/namespaces/shop/configmaps?watch=true")).status).toBe(403)
+    // NodeRestriction: another node's pod cannot be evicted by this one.
+    const evict = await as(node).post("/api/v1/namespaces/shop/pods/elsewhere/eviction", { apiVersion: "policy/v1", kind: "Eviction", metadata: { name: "elsewhere" } })
+    expect(evict.status).toBe(403)
+    expect(evict.json()["message"]).toContain(`node "worker-1" can only evict pods with spec.nodeName set to itself`)
     // Access reviews answer through the same chain.
     const review = await as(node).post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {
       apiVersion: "authorization.k8s.io/v1",
