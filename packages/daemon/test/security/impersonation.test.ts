@@ -38,7 +38,7 @@ describe("impersonation and SelfSubjectReview over HTTPS", () => {
       spec: { resourceAttributes }
     })
     expect(r.status, r.text).toBe(201)
-    return r.json()["status"]["allowed"] as boolean
+    return (r.json() as Json)["status"]["allowed"] as boolean
   }
   const whoami = async (token: string, headers: Record<string, string> = {}, version = "v1") => {
     const r = await send(token, "POST", `/apis/authentication.k8s.io/${version}/selfsubjectreviews`, headers, {
@@ -60,7 +60,7 @@ describe("impersonation and SelfSubjectReview over HTTPS", () => {
     await created(`/api/v1/namespaces/${namespace}/serviceaccounts`, { apiVersion: "v1", kind: "ServiceAccount", metadata: { name } })
     const r = await send(admin, "POST", `/api/v1/namespaces/${namespace}/serviceaccounts/${name}/token`, {}, { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds: 3600 } })
     expect(r.status, r.text).toBe(201)
-    return r.json()["status"]["token"] as string
+    return (r.json() as Json)["status"]["token"] as string
   }
   const roleRef = (name: string) => ({ apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name })
 
