@@ -14,7 +14,7 @@
  * before answering, so a freshly bound pod's agent is never refused its own Secret.
  */
 import { Chunk, Duration, Effect, type Scope, Stream } from "effect"
-import * as Authz from "../api/Authz.js"
+import type * as Authz from "../api/Authz.js"
 import { nodeNameOf } from "../api/authn/NodeCredentials.js"
 import type * as Pod from "../model/Pod.js"
 import * as Keys from "../store/Keys.js"
