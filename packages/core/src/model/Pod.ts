@@ -160,15 +160,45 @@ export const Lifecycle = Schema.Struct({
   preStop: optional(LifecycleHandler)
 })
 
+// ---- Paths inside volumes ------------------------------------------------------------------
+
+/**
+ * What is wrong with a path that must stay inside its volume (kube's validateLocalDescendingPath):
+ * a file written at `../x` or `/x`, or a mount of such a subPath, would reach the node outside
+ * the pod's directory.
+ */
+export const localDescendingPath = (path: string): ReadonlyArray<string> => [
+  ...(path.startsWith("/") ? ["must be a relative path"] : []),
+  ...(path.split("/").includes("..") ? ["must not contain '..'"] : [])
+]
+
+/** As `localDescendingPath`, and not starting with `..`: the kubelet keeps `..data` and its siblings (ValidateLocalNonReservedPath). */
+export const localNonReservedPath = (path: string): ReadonlyArray<string> => [
+  ...localDescendingPath(path),
+  ...(path.startsWith("..") && !path.startsWith("../") ? ["must not start with '..'"] : [])
+]
+
+/** A file's path inside a configMap, secret, downwardAPI or projected volume. */
+const VolumeFilePath = Schema.String.pipe(Schema.filter((p) => (p.length === 0 ? "Required value" : details(localNonReservedPath(p)))))
+
+/** A file mode: 0 to 0777, as Kubernetes checks `mode` and `defaultMode`. */
+const FileMode = Int32.pipe(Schema.filter((m) => (m >= 0 && m <= 0o777) || "must be a number between 0 and 0777 (octal), both inclusive"))
+
 /** Mounts a pod volume into a container. */
 export const VolumeMount = Schema.Struct({
   name: Schema.String,
   mountPath: RequiredString,
   readOnly: optional(Schema.Boolean),
-  subPath: optional(Schema.String),
-  subPathExpr: optional(Schema.String),
+  subPath: optional(Schema.String.pipe(Schema.filter((p) => details(localDescendingPath(p))))),
+  subPathExpr: optional(Schema.String.pipe(Schema.filter((p) => details(localDescendingPath(p))))),
   mountPropagation: optional(Schema.Literal("None", "HostToContainer", "Bidirectional"))
-})
+}).pipe(
+  Schema.filter((m) =>
+    m.subPath !== undefined && m.subPath !== "" && m.subPathExpr !== undefined && m.subPathExpr !== ""
+      ? { path: ["subPathExpr"], message: "subPathExpr and subPath are mutually exclusive" }
+      : true
+  )
+)
 
 /** A volume mount. */
 export type VolumeMount = typeof VolumeMount.Type
@@ -242,8 +272,8 @@ export type Container = typeof Container.Type
 /** Maps a ConfigMap/Secret key to a file path in a volume. */
 export const KeyToPath = Schema.Struct({
   key: Schema.String,
-  path: Schema.String,
-  mode: optional(Int32)
+  path: VolumeFilePath,
+  mode: optional(FileMode)
 })
 
 /** Scratch space that lives as long as the pod. */
@@ -254,7 +284,7 @@ export const EmptyDirVolumeSource = Schema.Struct({
 
 /** A path on the node's filesystem. */
 export const HostPathVolumeSource = Schema.Struct({
-  path: Schema.String,
+  path: Schema.String.pipe(Schema.filter((p) => !p.split("/").includes("..") || "must not contain '..'")),
   type: optional(
     Schema.Literal("", "DirectoryOrCreate", "Directory", "FileOrCreate", "File", "Socket", "CharDevice", "BlockDevice")
   )
@@ -264,7 +294,7 @@ export const HostPathVolumeSource = Schema.Struct({
 export const ConfigMapVolumeSource = Schema.Struct({
   name: optional(Schema.String),
   items: optional(Schema.Array(KeyToPath)),
-  defaultMode: optional(Int32),
+  defaultMode: optional(FileMode),
   optional: optional(Schema.Boolean)
 })
 
@@ -272,7 +302,7 @@ export const ConfigMapVolumeSource = Schema.Struct({
 export const SecretVolumeSource = Schema.Struct({
   secretName: optional(Schema.String),
   items: optional(Schema.Array(KeyToPath)),
-  defaultMode: optional(Int32),
+  defaultMode: optional(FileMode),
   optional: optional(Schema.Boolean)
 })
 
@@ -284,10 +314,10 @@ export const PersistentVolumeClaimVolumeSource = Schema.Struct({
 
 /** Pod fields exposed as files (downward API). */
 export const DownwardAPIVolumeFile = Schema.Struct({
-  path: Schema.String,
+  path: VolumeFilePath,
   fieldRef: optional(ObjectFieldSelector),
   resourceFieldRef: optional(ResourceFieldSelector),
-  mode: optional(Int32)
+  mode: optional(FileMode)
 })
 
 /** One source merged into a projected volume. */
@@ -300,14 +330,14 @@ export const VolumeProjection = Schema.Struct({
   ),
   downwardAPI: optional(Schema.Struct({ items: optional(Schema.Array(DownwardAPIVolumeFile)) })),
   serviceAccountToken: optional(
-    Schema.Struct({ audience: optional(Schema.String), expirationSeconds: optional(Int64), path: Schema.String })
+    Schema.Struct({ audience: optional(Schema.String), expirationSeconds: optional(Int64), path: VolumeFilePath })
   )
 })
 
 /** Several sources merged into one directory (e.g. the service account token volume). */
 export const ProjectedVolumeSource = Schema.Struct({
   sources: optional(Schema.Array(VolumeProjection)),
-  defaultMode: optional(Int32)
+  defaultMode: optional(FileMode)
 })
 
 const volumeSourceFields = [
@@ -332,7 +362,7 @@ export const Volume = Schema.Struct({
   secret: optional(SecretVolumeSource),
   persistentVolumeClaim: optional(PersistentVolumeClaimVolumeSource),
   projected: optional(ProjectedVolumeSource),
-  downwardAPI: optional(Schema.Struct({ items: optional(Schema.Array(DownwardAPIVolumeFile)), defaultMode: optional(Int32) }))
+  downwardAPI: optional(Schema.Struct({ items: optional(Schema.Array(DownwardAPIVolumeFile)), defaultMode: optional(FileMode) }))
 }).pipe(
   Schema.filter(
     (v) => volumeSourceFields.filter((f) => v[f] !== undefined).length <= 1 || "Forbidden: may not specify more than 1 volume type"

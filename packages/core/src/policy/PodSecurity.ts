@@ -154,6 +154,7 @@ export interface PodSecurityContext {
 /** A container as the checks read it. */
 export interface ContainerView {
   readonly name?: string
+  readonly image?: string
   readonly ports?: ReadonlyArray<{ readonly hostPort?: number }>
   readonly securityContext?: ContainerSecurityContext
   readonly livenessProbe?: HostedHandler
