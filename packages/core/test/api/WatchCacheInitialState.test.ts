@@ -23,7 +23,7 @@ const makeState = () =>
     { decode, fields: FieldSelector.extractor({ apiVersion: "v1", kind: "ConfigMap" }), ringEvents: 100, watcherBuffer: 100 },
     {
       revision: 3,
-      items: ["a", "b", "c"].map((name, i) => ({ key: key(name), value: configMap(name, "x".repeat(1000)), createRevision: i + 1, modRevision: i + 1 }))
+      items: ["a", "b", "c"].map((name, i) => ({ key: key(name), value: configMap(name, "x".repeat(1000)), createRevision: i + 1, modRevision: i + 1, version: 1 }))
     }
   )
 
@@ -65,7 +65,7 @@ describe("WatchCache initial state", () => {
   it("serialises a changed object anew, once, for the watchers that start after the change", () => {
     const state = makeState()
     const before = state.take(state.register(shop, 0, fromZero))!
-    state.apply([{ type: "MODIFIED", key: key("b"), value: configMap("b", "changed"), revision: 4, prevValue: configMap("b", "x") } as never])
+    state.apply([{ type: "MODIFIED", key: key("b"), value: configMap("b", "changed"), revision: 4, prevValue: configMap("b", "x"), createRevision: 2, version: 2 }])
     const after1 = state.take(state.register(shop, 0, fromZero))!
     const after2 = state.take(state.register(shop, 0, fromZero))!
     expect(after1[0]).toBe(before[0])
