@@ -1,7 +1,7 @@
 // Impersonation's decisions, table-driven: which headers ask for what (and which are a 400), what
 // each request is authorized as, the user it becomes, and the Effect that refuses with a 403
 // naming the first attribute the caller may not impersonate.
-import { Impersonation, type ApiError, type Authz } from "@koder/fleet-core"
+import { BootstrapPolicy, Impersonation, RbacPolicy, type ApiError, type Authz } from "@koder/fleet-core"
 import { Effect, Either, Exit, Option } from "effect"
 import { describe, expect, it } from "vitest"
 
@@ -159,4 +159,28 @@ describe("Impersonation.impersonate", () => {
     expect(failure(run({ "impersonate-group": "ops" })).code).toBe(400)
     expect(asked).toEqual([])
   })
+})
+
+describe("the built-in roles and the impersonate verb", () => {
+  // Kubernetes' own policy: only cluster-admin (`*`) impersonates users, groups, uids and extras;
+  // edit (so admin, and fleet:customer, which aggregates admin) may impersonate the
+  // ServiceAccounts of the namespaces it is bound in, as kube's system:aggregate-to-edit does:
+  // no more than edit already reaches by creating their tokens (serviceaccounts/token).
+  const roles = BootstrapPolicy.clusterRoles.map((o) => RbacPolicy.roleFromJson(o)!)
+  const aggregated = RbacPolicy.aggregate(roles)
+  const impersonating = (name: string) =>
+    (aggregated.get(name) ?? roles.find((r) => r.name === name)!.rules).filter((r) => r.verbs.includes("impersonate") || r.verbs.includes("*")).map((r) => ({ apiGroups: r.apiGroups, resources: r.resources }))
+  const serviceAccounts = [{ apiGroups: [""], resources: ["serviceaccounts"] }]
+
+  it.each([
+    ["cluster-admin", [{ apiGroups: ["*"], resources: ["*"] }, { apiGroups: undefined, resources: undefined }]],
+    ["admin", serviceAccounts],
+    ["edit", serviceAccounts],
+    ["fleet:customer", serviceAccounts],
+    ["view", []],
+    ["fleet:collaborator", []],
+    ["system:basic-user", []],
+    ["system:node", []],
+    ["system:node-bootstrapper", []]
+  ] as const)("%s", (name, expected) => expect(impersonating(name)).toEqual(expected))
 })
