@@ -1,6 +1,7 @@
 /**
  * The audit log (DESIGN §10): one JSON line per mutating request (time, user, groups, verb,
- * resource, namespace, name, response code, latency, client), appended to a file in the data dir
+ * resource, namespace, name, response code, latency, client; `impersonatedUser` when the caller
+ * acted as another user, `user` and `groups` being the caller's), appended to a file in the data dir
  * and rotated by size (`audit.log` → `audit.log.1` → … up to `maxBackups`). Records carry no
  * request or response bodies, so no secret value can reach the log.
  */
