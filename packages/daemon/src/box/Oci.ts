@@ -5,6 +5,7 @@
  * read-only /proc and /sys paths, /dev), so images behave as they would there.
  */
 import type { Runtime } from "@koder/fleet-core"
+import * as Confinement from "./Confinement.js"
 import { defaultPath } from "./Tools.js"
 
 /** The PATH a container gets when its env has none (Docker's default; the box's tool search path too). */
@@ -49,7 +50,8 @@ export interface Process {
   readonly args: ReadonlyArray<string>
   readonly env: ReadonlyArray<string>
   readonly cwd: string
-  readonly capabilities: Readonly<Record<"bounding" | "effective" | "permitted", ReadonlyArray<string>>>
+  readonly capabilities: Readonly<Record<"bounding" | "effective" | "permitted", ReadonlyArray<string>>> &
+    Readonly<Partial<Record<"inheritable" | "ambient", ReadonlyArray<string>>>>
   readonly noNewPrivileges: boolean
 }
 
@@ -92,33 +94,50 @@ export interface Input {
   readonly swapLimit: boolean
   /** Host files bind-mounted read-only at the same path when they exist (/etc/resolv.conf, /etc/hosts). */
   readonly hostFiles?: ReadonlyArray<string>
+  /** Who the process runs as and what it may do (Confinement.decide); absent: root with Docker's capabilities. */
+  readonly confinement?: Confinement.Confinement | undefined
 }
 
 /** `KEY=VALUE` list from a map, PATH defaulted. */
 export const envList = (env: Readonly<Record<string, string>> | undefined): Array<string> =>
   Object.entries({ PATH: defaultPath, ...env }).map(([k, v]) => `${k}=${v}`)
 
-/** The OCI process for a command run as the container's user. */
+/**
+ * The OCI process for a command run as the container's user. With a `confinement` its user
+ * (the pod's allocated uid when it names none), exactly its capabilities (every one when
+ * privileged), in all five sets (ambient: a process that is not root keeps them across exec),
+ * and its no_new_privs.
+ */
 export const processSpec = (
   args: ReadonlyArray<string>,
   env: Readonly<Record<string, string>> | undefined,
   cwd: string | undefined,
-  user: Runtime.User | undefined
+  user: Runtime.User | undefined,
+  confinement?: Confinement.Confinement
 ): Process => {
-  const uid = user?.uid ?? 0
+  const who = confinement?.user ?? (user === undefined ? undefined : { uid: user.uid, gid: user.gid ?? user.uid, groups: user.supplementalGroups ?? [] })
+  const uid = who?.uid ?? 0
+  const groups = confinement === undefined ? user?.supplementalGroups : who !== undefined && who.groups.length > 0 ? who.groups : undefined
+  const caps =
+    confinement === undefined
+      ? undefined
+      : (confinement.capabilities ?? Confinement.allCapabilities).map(Confinement.ociCap)
   return {
     terminal: false,
     user: {
       uid,
       // As the process driver does: without a group, the user's own id.
-      gid: user?.gid ?? uid,
-      ...(user?.supplementalGroups === undefined ? {} : { additionalGids: user.supplementalGroups })
+      gid: who?.gid ?? uid,
+      ...(groups === undefined ? {} : { additionalGids: groups })
     },
     args,
     env: envList(env),
     cwd: cwd === undefined || cwd === "" ? "/" : cwd,
-    capabilities: { bounding: defaultCapabilities, effective: defaultCapabilities, permitted: defaultCapabilities },
-    noNewPrivileges: false
+    capabilities:
+      caps === undefined
+        ? { bounding: defaultCapabilities, effective: defaultCapabilities, permitted: defaultCapabilities }
+        : { bounding: caps, effective: caps, permitted: caps, inheritable: caps, ambient: caps },
+    noNewPrivileges: confinement?.noNewPrivs ?? false
   }
 }
 
@@ -169,8 +188,8 @@ export const config = (input: Input): Spec => {
   ]
   return {
     ociVersion: "1.0.2",
-    process: processSpec([...spec.command, ...(spec.args ?? [])], spec.env, spec.workingDir, spec.user),
-    root: { path: input.rootfs, readonly: false },
+    process: processSpec([...spec.command, ...(spec.args ?? [])], spec.env, spec.workingDir, spec.user, input.confinement),
+    root: { path: input.rootfs, readonly: input.confinement?.readOnlyRoot === true },
     // A joined UTS namespace already has the pod's hostname.
     ...(input.join?.uts === undefined && input.hostname !== undefined ? { hostname: input.hostname } : {}),
     mounts,

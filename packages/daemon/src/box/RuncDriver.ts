@@ -29,7 +29,7 @@
  * container has its own pid and mount namespaces, and the host's network.
  */
 import { Runtime } from "@koder/fleet-core"
-import { Effect, Stream } from "effect"
+import { Effect, Either, Stream } from "effect"
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { createHash, randomBytes } from "node:crypto"
 import {
@@ -49,6 +49,7 @@ import { mkdir, rename, rm, writeFile } from "node:fs/promises"
 import { constants as osConstants } from "node:os"
 import { basename, dirname, join } from "node:path"
 import * as Cgroups from "./Cgroups.js"
+import * as Confinement from "./Confinement.js"
 import * as ContainerLogs from "./ContainerLogs.js"
 import { ImageStore, toImages } from "./Images.js"
 import * as Oci from "./Oci.js"
@@ -113,6 +114,8 @@ interface SandboxRecord {
   readonly bootId: string
   /** The process owning the pod's UTS and IPC namespaces (`sleep`, after setting the hostname). */
   holder?: ProcessId
+  /** The uid its containers run as when they name none (Confinement.uidRange). */
+  uid?: number
 }
 
 interface ContainerRecord {
@@ -697,7 +700,7 @@ export class RuncDriver {
   }
 
   private sandboxOf(rec: SandboxRecord): Runtime.Sandbox {
-    return { id: rec.id, spec: rec.spec, state: this.ready(rec) ? "ready" : "notready", createdAt: rec.createdAt }
+    return { id: rec.id, spec: rec.spec, state: this.ready(rec) ? "ready" : "notready", ...(rec.uid === undefined ? {} : { uid: rec.uid }), createdAt: rec.createdAt }
   }
 
   async createSandbox(spec: Runtime.SandboxSpec): Promise<Runtime.Sandbox> {
@@ -706,7 +709,10 @@ export class RuncDriver {
         throw new Runtime.AlreadyExists({ kind: "sandbox", id: s.id, message: `pod ${spec.podUid} already has sandbox ${s.id}` })
     if (spec.network === "pod")
       throw invalid("network: this box has no pod networking (capabilities.podNetwork is false); use host")
-    const rec: SandboxRecord = { id: newId(), spec, createdAt: now(), bootId: this.bootId }
+    const used = new Set([...this.sandboxes.values()].flatMap((s) => (s.uid === undefined ? [] : [s.uid])))
+    const uid = Confinement.allocateUid(used)
+    if (uid === undefined) throw unavailable(`sandbox: every uid of ${Confinement.uidRange.first}-${Confinement.uidRange.last} is in use`)
+    const rec: SandboxRecord = { id: newId(), spec, createdAt: now(), bootId: this.bootId, uid }
     // Claimed before the first await, so a concurrent create for the same pod sees it.
     this.sandboxes.set(rec.id, rec)
     try {
@@ -775,6 +781,17 @@ export class RuncDriver {
     return c
   }
 
+  /**
+   * A container's confinement (Confinement.ts: its pod's uid when it names none); undefined for a
+   * request without `security`, which runs as before (root, Docker's capabilities).
+   */
+  private confinementOf(spec: Runtime.ContainerSpec): Confinement.Confinement | undefined {
+    if (spec.security === undefined) return undefined
+    const c = Confinement.decide(spec, this.sandboxes.get(spec.sandboxId)?.uid)
+    if (Either.isLeft(c)) throw invalid(c.left)
+    return c.right
+  }
+
   async createContainer(spec: Runtime.ContainerSpec): Promise<Runtime.Container> {
     if (!this.sandboxes.has(spec.sandboxId)) throw notFound("sandbox", spec.sandboxId)
     if (spec.image === undefined || spec.image === "")
@@ -787,6 +804,8 @@ export class RuncDriver {
       if (a.includes("\0")) throw invalid("command, args, workingDir: no NUL characters")
     if (spec.workingDir !== undefined && spec.workingDir !== "" && !spec.workingDir.startsWith("/"))
       throw invalid(`workingDir: ${JSON.stringify(spec.workingDir)} must be absolute`)
+    const confinement = Confinement.decide(spec, this.sandboxes.get(spec.sandboxId)?.uid)
+    if (Either.isLeft(confinement)) throw invalid(confinement.left)
     for (const m of spec.mounts ?? [])
       if (!m.containerPath.startsWith("/") || !m.hostPath.startsWith("/"))
         throw invalid(`mounts: ${m.hostPath} at ${m.containerPath}: both paths must be absolute`)
@@ -865,7 +884,8 @@ export class RuncDriver {
         join: { uts: `/proc/${sb.holder!.pid}/ns/uts`, ipc: `/proc/${sb.holder!.pid}/ns/ipc` },
         cgroupsPath: join(this.cgroupBase, sb.id, rec.id),
         swapLimit: this.swapLimit,
-        hostFiles: this.hostFiles
+        hostFiles: this.hostFiles,
+        confinement: this.confinementOf(spec)
       })
       await writeFile(join(dir, "bundle", "config.json"), JSON.stringify(config), { mode: 0o600 })
       const fifos = spawnSync(this.tools.mkfifo, ["-m", "600", join(dir, "stdout.fifo"), join(dir, "stderr.fifo")], { encoding: "utf8" })
@@ -963,7 +983,8 @@ export class RuncDriver {
       request.command,
       { ...rec.spec.env, ...request.env },
       request.workingDir ?? rec.spec.workingDir,
-      rec.spec.user
+      rec.spec.user,
+      this.confinementOf(rec.spec)
     )
     // Holds the environment (secrets): written private, removed after.
     await writeFile(files.process, JSON.stringify(spec), { mode: 0o600 })

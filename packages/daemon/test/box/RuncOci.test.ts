@@ -4,6 +4,8 @@
  */
 import type { Runtime } from "@koder/fleet-core"
 import { describe, expect, it } from "vitest"
+import { Either } from "effect"
+import * as Confinement from "../../src/box/Confinement.js"
 import * as Oci from "../../src/box/Oci.js"
 import { hierarchyDirs, lastRuncError } from "../../src/box/RuncDriver.js"
 
@@ -102,6 +104,30 @@ describe("Oci.config", () => {
       { destination: "/data", type: "bind", source: "/srv/data", options: ["rbind", "rw"] },
       { destination: "/cfg", type: "bind", source: "/srv/cfg", options: ["rbind", "ro"] }
     ])
+  })
+})
+
+describe("Oci.config with a confinement (a request with security)", () => {
+  it("runs as the pod's allocated uid with no capabilities, no_new_privs and, when asked, a read-only root", () => {
+    const s = spec({ security: { readOnlyRootFilesystem: true } })
+    const confinement = Either.getOrThrow(Confinement.decide(s, 200_007))
+    const c = Oci.config(input({ spec: s, confinement }))
+    expect(c.process.user).toEqual({ uid: 200_007, gid: 200_007 })
+    expect(c.process.capabilities).toEqual({ bounding: [], effective: [], permitted: [], inheritable: [], ambient: [] })
+    expect(c.process.noNewPrivileges).toBe(true)
+    expect(c.root.readonly).toBe(true)
+  })
+
+  it("gives runAsUser its groups and exactly the capabilities added; privileged every capability", () => {
+    const s = spec({ user: { uid: 1000, gid: 3000, supplementalGroups: [4000] }, security: { capabilities: { add: ["NET_BIND_SERVICE"] } } })
+    const c = Oci.config(input({ spec: s, confinement: Either.getOrThrow(Confinement.decide(s, 200_007)) }))
+    expect(c.process.user).toEqual({ uid: 1000, gid: 3000, additionalGids: [4000] })
+    expect(c.process.capabilities.ambient).toEqual(["CAP_NET_BIND_SERVICE"])
+    const p = spec({ user: { uid: 0 }, security: { privileged: true } })
+    const priv = Oci.config(input({ spec: p, confinement: Either.getOrThrow(Confinement.decide(p, 200_007)) }))
+    expect(priv.process.user.uid).toBe(0)
+    expect(priv.process.capabilities.bounding).toContain("CAP_SYS_ADMIN")
+    expect(priv.process.noNewPrivileges).toBe(false)
   })
 })
 
