@@ -5,11 +5,11 @@
  * state.db, and the agent's, holding the node's token and every pod's volumes).
  *
  * In each pod's mount namespace (made private by its holder, so nothing here reaches the host)
- * every hidden directory is covered by an empty tmpfs of mode 0700 owned by root. The box still
+ * every hidden directory is covered by an empty tmpfs of mode 0000 owned by root. The box still
  * bind-mounts pod volumes from under those directories: what a covered directory holds stays
- * reachable at `<dir>/.kbox-host` inside the cover, a path only root can enter (a process of the
- * pod running as uid 0 with CAP_DAC_OVERRIDE could: docs/box.md); `sourceIn` names volume sources
- * by that path.
+ * reachable at `<dir>/.kbox-host` inside the cover, which only a process with CAP_DAC_OVERRIDE or
+ * CAP_DAC_READ_SEARCH can enter (mode 0000 stops even root without them; a pod's root keeps
+ * CAP_DAC_OVERRIDE by default: docs/box.md); `sourceIn` names volume sources by that path.
  */
 import { isAbsolute, normalize, relative, sep } from "node:path"
 
@@ -66,8 +66,8 @@ export const coverDirName = ".kbox-cover"
 export const hideScript = `for d in "$@"; do
   [ -d "$d" ] || continue
   mkdir -p -m 0700 "$d/${coverDirName}" || exit 1
-  mount -t tmpfs -o mode=0700,uid=0,gid=0,size=64k,nosuid,nodev,noexec kbox-hidden "$d/${coverDirName}" || exit 1
-  mkdir -m 0700 "$d/${coverDirName}/${hostDirName}" || exit 1
+  mount -t tmpfs -o mode=0000,uid=0,gid=0,size=64k,nosuid,nodev,noexec kbox-hidden "$d/${coverDirName}" || exit 1
+  mkdir -m 0000 "$d/${coverDirName}/${hostDirName}" || exit 1
   mount --rbind "$d" "$d/${coverDirName}/${hostDirName}" || exit 1
   mount --move "$d/${coverDirName}" "$d" || exit 1
 done

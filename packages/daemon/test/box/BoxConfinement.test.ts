@@ -24,6 +24,7 @@ try datadir ls ${paths.dataDir}/containers
 try socket test -e ${paths.socket}
 try volumehost cat ${paths.volumeHost}
 try volume cat /mnt/kbox-vol/file
+try hostview ls ${paths.dataDir}/.kbox-host
 echo done
 sleep 1000
 `
@@ -103,6 +104,7 @@ describe("koder-fleet box: pod confinement (root, isolated)", () => {
     expect(log).toContain("socket denied\n")
     expect(log).toContain("volumehost denied\n")
     expect(log).toContain("volume ok\n")
+    expect(log).toContain("hostview denied\n")
     // An exec in it runs as the same uid, as confined.
     const r = await c.run(c.rt.containers.exec(id, { command: ["sh", "-c", "id -u; grep ^CapEff: /proc/self/status"] }))
     expect(r.stdout).toBe(`${uid}\nCapEff:\t0000000000000000\n`)
@@ -145,6 +147,10 @@ describe("koder-fleet box: pod confinement (root, isolated)", () => {
     expect(all & (1n << 21n)).toBe(1n << 21n)
     const dropped = await runProbe("root-drop", sandbox.id, { user: { uid: 0 }, security: { capabilities: { drop: ["ALL"] } } })
     expect(status(dropped.log, "CapEff")).toBe("0000000000000000")
+    // Root without CAP_DAC_OVERRIDE cannot enter the covers' view of what they hide (mode 0000);
+    // root with the default set can (docs/box.md: root pods are trusted on the process driver).
+    expect(dropped.log).toContain("hostview denied\n")
+    expect(root.log).toContain("hostview ok\n")
     // Root too finds the node's directories covered (the socket's among them).
     expect(root.log).toContain("socket denied\n")
     expect(root.log).toContain("datadir denied\n")
