@@ -13,7 +13,7 @@
  * address is taken (several servers on one host, as in tests), the server warns and runs without
  * it; an address given explicitly must be free.
  */
-import { type ApiError, Authz, Exposition, type Http, InstrumentedStore, MetricRegistry, Status, type Store } from "@koder/fleet-core"
+import { type ApiError, Authz, Exposition, type Http, Impersonation, InstrumentedStore, MetricRegistry, Status, type Store } from "@koder/fleet-core"
 import { Effect, Either, Exit, type Scope } from "effect"
 import { createHash } from "node:crypto"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
@@ -45,12 +45,12 @@ export const parseListen = (text: string | undefined): Either.Either<Listen, Con
 /** Decides whether a scrape may proceed: `undefined` to allow, else the Status to answer. */
 export type Gate = (headers: Readonly<Record<string, string | undefined>>) => Effect.Effect<ApiError.ApiError | undefined>
 
-/** The gate of the API: its authenticator, then RBAC on `get /metrics`. */
+/** The gate of the API: its authenticator, impersonation as on the API's port, then RBAC on `get /metrics`. */
 export const gate =
   (authenticate: (headers: Readonly<Record<string, string | undefined>>) => Effect.Effect<Http.UserInfo, ApiError.ApiError>, authorize: Authz.Authorizer): Gate =>
   (headers) =>
     Effect.gen(function* () {
-      const user = yield* authenticate(headers)
+      const user = yield* Impersonation.impersonate(headers, yield* authenticate(headers), authorize)
       const attributes: Authz.Attributes = { user, verb: "get", resourceRequest: false, apiGroup: "", apiVersion: "", resource: "", subresource: "", namespace: "", name: "", path: "/metrics" }
       const decision = yield* authorize(attributes)
       return decision.allowed ? undefined : yield* Effect.fail(Authz.forbidden(attributes, decision.reason))

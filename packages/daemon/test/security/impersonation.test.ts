@@ -6,6 +6,7 @@
  * `auth whoami`, `--as=nobody get secrets`, `auth can-i --list` (it got a 422 before).
  */
 import { execFile } from "node:child_process"
+import { request as httpRequest } from "node:http"
 import { accessSync, constants, existsSync, readFileSync } from "node:fs"
 import { mkdtemp, rm } from "node:fs/promises"
 import { tmpdir } from "node:os"
@@ -66,7 +67,7 @@ describe("impersonation and SelfSubjectReview over HTTPS", () => {
 
   beforeAll(async () => {
     dir = await mkdtemp(join(scratch, "fleet-impersonation-"))
-    server = await start(["--data-dir", dir, "--listen", "127.0.0.1:0", "--dns-listen", "off", "--ingress-listen", "off", "--ingress-tls-listen", "off", "--metrics-listen", "off"])
+    server = await start(["--data-dir", dir, "--listen", "127.0.0.1:0", "--dns-listen", "off", "--ingress-listen", "off", "--ingress-tls-listen", "off", "--metrics-listen", "127.0.0.1:0"])
     const creds = credentials(server.kubeconfig)
     admin = creds.token
     http = client(server.port, creds.ca)
@@ -222,6 +223,22 @@ describe("impersonation and SelfSubjectReview over HTTPS", () => {
     const denied = lines.find((l) => l["code"] === 403)!
     expect(denied["user"]).toBe("system:serviceaccount:shop:alice")
     expect(denied["impersonatedUser"]).toBeUndefined()
+  })
+
+  it("the metrics endpoint honours impersonation too", async () => {
+    const m = /metrics on http:\/\/(\S+):(\d+)\/metrics/.exec(server.stdout())
+    expect(m, server.stdout()).not.toBeNull()
+    const scrape = (headers: Record<string, string>) =>
+      new Promise<number>((resolve, reject) => {
+        const req = httpRequest({ host: m![1], port: Number(m![2]), path: "/metrics", headers: { authorization: `Bearer ${admin}`, ...headers } }, (res) => {
+          res.resume()
+          res.on("end", () => resolve(res.statusCode ?? 0))
+        })
+        req.on("error", reject)
+        req.end()
+      })
+    expect(await scrape({})).toBe(200)
+    expect(await scrape({ "Impersonate-User": "nobody" })).toBe(403)
   })
 
   describe("with the real kubectl", () => {
