@@ -4,9 +4,10 @@
  * transport trusts exactly the webhook's `caBundle` when it has one (the system roots
  * otherwise), sends the AdmissionReview as JSON and bounds both the time and the answer's size.
  */
-import { AdmissionPlugins, Meta } from "@koder/fleet-core"
+import { AdmissionPlugins, Meta, PodSecurityPolicy } from "@koder/fleet-core"
 import { Effect, type Scope } from "effect"
 import { request } from "node:https"
+import { ConfigError } from "../DaemonError.js"
 import type { Context, Contribution } from "./Context.js"
 
 /** The largest webhook answer read (kube-apiserver's limit is 3 MiB too). */
@@ -66,16 +67,45 @@ export const httpsCall: AdmissionPlugins.Webhooks.Call = (url, caBundle, body, t
     })
   })
 
+/**
+ * The level of namespaces without Pod Security labels (`--pod-security-default`). Baseline, not
+ * kube-apiserver's privileged: a pod asks for the host (its network, PID or IPC namespace, a
+ * hostPath, privileged, extra capabilities) only where an administrator allowed it by label.
+ */
+export const defaultPodSecurityLevel: PodSecurityPolicy.Level = "baseline"
+
+/** A comma-separated list flag. */
+const names = (v: unknown): ReadonlyArray<string> =>
+  typeof v === "string" ? v.split(",").map((s) => s.trim()).filter((s) => s !== "") : []
+
+/** The PodSecurity plugin's configuration from `--pod-security-*`. */
+export const podSecurityOptions = (flags: Context["flags"]) => {
+  const level = flags["pod-security-default"] ?? defaultPodSecurityLevel
+  if (typeof level !== "string" || !PodSecurityPolicy.isLevel(level)) {
+    return Effect.fail(new ConfigError({ message: `--pod-security-default ${JSON.stringify(level)}: must be one of ${PodSecurityPolicy.levels.join(", ")}` }))
+  }
+  return Effect.succeed({
+    defaults: PodSecurityPolicy.uniform(level),
+    exemptions: {
+      namespaces: names(flags["pod-security-exempt-namespaces"]),
+      usernames: names(flags["pod-security-exempt-usernames"]),
+      runtimeClasses: names(flags["pod-security-exempt-runtime-classes"])
+    }
+  })
+}
+
 /** Build this component: the built-in plugins, webhooks included, living as long as the server. */
-export const make = (context: Context): Effect.Effect<Contribution, never, Scope.Scope> =>
+export const make = (context: Context): Effect.Effect<Contribution, ConfigError, Scope.Scope> =>
   Effect.gen(function* () {
     const region = context.flags["region"]
+    const podSecurity = yield* podSecurityOptions(context.flags)
     const admission = yield* AdmissionPlugins.make({
       store: context.store,
       // Objects.prepareCreate labels every new object with the server's region before admission;
       // RegionLabel only restores a label a webhook dropped.
       region: typeof region === "string" && region !== "" ? region : Meta.DefaultRegion,
       call: httpsCall,
+      podSecurity,
       ...(typeof context.flags["service-cluster-ip-range"] === "string" ? { serviceClusterIpRange: context.flags["service-cluster-ip-range"] } : {}),
       ...(typeof context.flags["service-node-port-range"] === "string" ? { serviceNodePortRange: context.flags["service-node-port-range"] } : {})
     })

@@ -21,7 +21,11 @@ export const options = {
   "audit-log-max-bytes": { type: "string" },
   "audit-log-max-backups": { type: "string" },
   "service-cluster-ip-range": { type: "string" },
-  "service-node-port-range": { type: "string" }
+  "service-node-port-range": { type: "string" },
+  "pod-security-default": { type: "string" },
+  "pod-security-exempt-namespaces": { type: "string" },
+  "pod-security-exempt-usernames": { type: "string" },
+  "pod-security-exempt-runtime-classes": { type: "string" }
 } as const
 
 /** The usage lines of the security flags. */
@@ -41,4 +45,9 @@ export const usage = `
   --audit-log FILE             audit log of mutating requests (default DIR/audit.log)
   --audit-log-max-bytes N      rotate the audit log at this size (default 100 MiB)
   --audit-log-max-backups N    rotated audit logs kept (default 5)
-  --service-cluster-ip-range R Service cluster IPs: a CIDR or a dual-stack pair (default 10.96.0.0/12)`
+  --service-cluster-ip-range R Service cluster IPs: a CIDR or a dual-stack pair (default 10.96.0.0/12)
+  --pod-security-default L     Pod Security level of namespaces without pod-security.kubernetes.io labels:
+                               privileged, baseline (default) or restricted (customer namespaces: restricted)
+  --pod-security-exempt-namespaces N,…     namespaces Pod Security admission never checks
+  --pod-security-exempt-usernames U,…      users whose pods Pod Security admission never checks
+  --pod-security-exempt-runtime-classes R,… runtime classes Pod Security admission never checks`

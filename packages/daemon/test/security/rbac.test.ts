@@ -129,7 +129,9 @@ describe("RBAC over HTTPS with @kubernetes/client-node", () => {
     await rm(dir, { recursive: true, force: true })
   })
 
-  const pod = (name: string) => ({ apiVersion: "v1", kind: "Pod", metadata: { name }, spec: { containers: [{ name: "c", image: "nginx" }] } })
+  // shop is a customer's namespace (fleet:customer is bound there), so its pods must meet the restricted Pod Security level.
+  const restricted = { allowPrivilegeEscalation: false, runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" }, capabilities: { drop: ["ALL"] } }
+  const pod = (name: string) => ({ apiVersion: "v1", kind: "Pod", metadata: { name }, spec: { containers: [{ name: "c", image: "nginx", securityContext: restricted }] } })
   const scale = (id: Identity, replicas: number) => () => id.apps.replaceNamespacedDeploymentScale({ namespace: "shop", name: "web", body: { apiVersion: "autoscaling/v1", kind: "Scale", metadata: { name: "web", namespace: "shop" }, spec: { replicas } } })
 
   // [identity, what, call, expected]: "ok" means neither 401 nor 403 (the call was authorized).
