@@ -79,6 +79,8 @@ export interface Options {
   readonly facts: NodeStatus.Facts
   /** Where pod directories (volumes) live: `<dataDir>/pods/<uid>`. */
   readonly dataDir: string
+  /** A memory-backed directory (tmpfs) for Secret and projected volumes: `<memoryDir>/pods/<uid>` (default: under `dataDir`). */
+  readonly memoryDir?: string
   /** `host` (default): pods share the host's network and get host ports; `pod`: a namespace and IP each. */
   readonly network?: "host" | "pod"
   /** Pods synced at once (default 16). */
@@ -101,6 +103,11 @@ export interface Options {
   readonly runtimeName?: string
   /** `--network-policy-strict`: a pod whose NetworkPolicy cannot be enforced is not started (default: it runs, with a Warning). */
   readonly networkPolicyStrict?: boolean
+  /**
+   * `--allow-unenforced-limits`: a pod with cpu or memory limits the runtime cannot enforce runs
+   * anyway, with a Warning Event (default: it fails, `UnenforceableLimits`; NodeAdmission.limits).
+   */
+  readonly allowUnenforcedLimits?: boolean
   /** The longest grace `stopAll` gives a pod (dev's `--shutdown-grace`, in seconds; default: each pod's own). */
   readonly stopGraceSeconds?: number
 }
@@ -382,17 +389,26 @@ export const make = (
       return out
     }
 
-    // Synchronous, so two workers can never admit against the same free room.
-    const admit = (uid: string, state: PodState, pod: Pod.Pod, hasContainers: boolean, nowMs: number) => {
-      if (state.admitted || state.fail !== undefined) return
+    // Synchronous, so two workers can never admit against the same free room. Answers the Warning
+    // Event to record about the pod's limits (refused, or admitted unenforced), if any.
+    const admit = (uid: string, state: PodState, pod: Pod.Pod, hasContainers: boolean, nowMs: number, enforced: NodeAdmission.Enforced | undefined) => {
+      if (state.admitted || state.fail !== undefined) return undefined
       const phase = pod.status?.phase
       // Admitted before (by this agent before a restart): adopt without a second check.
       const known = hasContainers || pod.status?.startTime !== undefined || phase === "Running"
-      const verdict = known ? ({ admit: true } as const) : NodeAdmission.decide(pod as unknown as JsonObject, facts.allocatable, admittedRunning(uid))
+      let verdict: NodeAdmission.Verdict = known ? { admit: true } : NodeAdmission.decide(pod as unknown as JsonObject, facts.allocatable, admittedRunning(uid))
+      let event: { readonly reason: string; readonly message: string } | undefined
+      if (!known && verdict.admit && enforced !== undefined) {
+        verdict = NodeAdmission.limits(pod as unknown as JsonObject, enforced, options.allowUnenforcedLimits === true)
+        const missing = NodeAdmission.unenforced(pod as unknown as JsonObject, enforced)
+        if (!verdict.admit) event = { reason: verdict.reason, message: verdict.message }
+        else if (missing.length > 0) event = { reason: NodeAdmission.notEnforcedReason, message: NodeAdmission.notEnforcedMessage(missing) }
+      }
       if (verdict.admit) state.admitted = true
       else state.fail = { reason: verdict.reason, message: verdict.message }
       state.startTime = pod.status?.startTime ?? Pods.rfc3339(nowMs)
       state.startTimeMs = Pods.timeMs(state.startTime) ?? nowMs
+      return event
     }
 
     // ---- preparing a pod: host ports, sandbox, volumes -------------------------------------
@@ -461,13 +477,22 @@ export const make = (
         return (state.sandbox = sandbox)
       })
 
+    // A pod's directories: its own under the data dir, and its Secrets' in the memory directory.
+    const removePodDirs = (uid: string) =>
+      Effect.all(
+        [options.dataDir, ...(options.memoryDir === undefined ? [] : [options.memoryDir])].map((d) => writer.removePod(VolumePlan.podDir(d, uid)).pipe(Effect.ignore)),
+        { discard: true }
+      )
+
     const prepareVolumes = (state: PodState, pod: Pod.Pod, lookup: VolumePlan.Lookup) =>
       Effect.gen(function* () {
-        const plan = VolumePlan.plan(pod, lookup, VolumePlan.podDir(options.dataDir, pod.metadata.uid ?? ""), {
-          hostIP: facts.internalIP,
-          podIP: podIPOf(state) ?? "",
-          nodeAllocatable: facts.allocatable
-        })
+        const plan = VolumePlan.plan(
+          pod,
+          lookup,
+          VolumePlan.podDir(options.dataDir, pod.metadata.uid ?? ""),
+          { hostIP: facts.internalIP, podIP: podIPOf(state) ?? "", nodeAllocatable: facts.allocatable },
+          { ...(options.memoryDir === undefined ? {} : { memoryDir: options.memoryDir }), identity: VolumePlan.identityOf(pod, state.sandbox?.uid) }
+        )
         if (Either.isLeft(plan)) return Either.left(plan.left)
         for (const source of plan.right.sources) {
           const done = yield* Effect.either(writer.prepare(source))
@@ -726,7 +751,7 @@ export const make = (
         if (pod === undefined && observed.length === 0 && state.sandbox === undefined && state.hostPorts === undefined) {
           // Never known or already cleaned up: only a stale sandbox may be left.
           for (const s of yield* runtime.sandboxes.list({ podUid: uid })) yield* runtime.sandboxes.remove(s.id)
-          yield* writer.removePod(VolumePlan.podDir(options.dataDir, uid)).pipe(Effect.ignore)
+          yield* removePodDirs(uid)
           states.delete(uid)
           return undefined
         }
@@ -734,7 +759,12 @@ export const make = (
         let plan: VolumePlan.Plan | undefined
         let blocked: string | undefined
         const live = pod !== undefined && pod.metadata.deletionTimestamp === undefined
-        if (pod !== undefined) admit(uid, state, pod, observed.length > 0, nowMs)
+        if (pod !== undefined) {
+          // The runtime's limits (asked once) only for a pod not admitted yet.
+          const enforced = state.admitted || state.fail !== undefined ? undefined : (yield* capabilitiesOf).limits
+          const event = admit(uid, state, pod, observed.length > 0, nowMs, enforced)
+          if (event !== undefined) yield* emit(pod, "Warning", event.reason, event.message)
+        }
         const apiPhase = pod?.status?.phase
         const terminal = state.fail !== undefined || apiPhase === "Succeeded" || apiPhase === "Failed"
         if (live && !terminal) {
@@ -820,7 +850,7 @@ export const make = (
         if (cleanup) {
           yield* syncProbes(uid, undefined, state, [])
           for (const s of yield* runtime.sandboxes.list({ podUid: uid })) yield* runtime.sandboxes.remove(s.id)
-          yield* writer.removePod(VolumePlan.podDir(options.dataDir, uid)).pipe(Effect.ignore)
+          yield* removePodDirs(uid)
           states.delete(uid)
           return undefined
         }
@@ -925,9 +955,12 @@ export const make = (
     let lastReportMs = 0
     let reported: JsonObject | undefined
 
-    const health = Effect.map(Effect.either(runtime.info), (info): NodeStatus.Health =>
-      info._tag === "Right" ? { runtimeReady: true } : { runtimeReady: false, message: `container runtime is down: ${info.left.message}` }
-    )
+    const health = Effect.map(Effect.either(runtime.info), (info): NodeStatus.Health => {
+      // The LimitsEnforced condition: from the runtime's answer, or what it said before it went down.
+      const caps = info._tag === "Right" ? info.right.capabilities : capabilities
+      const limits = caps === undefined ? {} : { limits: { cpu: caps.limits.cpu, memory: caps.limits.memory, allowUnenforced: options.allowUnenforcedLimits === true } }
+      return info._tag === "Right" ? { runtimeReady: true, ...limits } : { runtimeReady: false, message: `container runtime is down: ${info.left.message}`, ...limits }
+    })
 
     const register = Effect.gen(function* () {
       const now = yield* Clock.currentTimeMillis
@@ -1049,7 +1082,7 @@ export const make = (
         (s) =>
           Effect.zipRight(
             Effect.ignore(runtime.sandboxes.remove(s.id)),
-            podsKnown && !podsByUid.has(s.spec.podUid) ? writer.removePod(VolumePlan.podDir(options.dataDir, s.spec.podUid)).pipe(Effect.ignore) : Effect.void
+            podsKnown && !podsByUid.has(s.spec.podUid) ? removePodDirs(s.spec.podUid) : Effect.void
           ),
         { concurrency: "unbounded", discard: true }
       )

@@ -6,6 +6,12 @@
  * `Pod was rejected: Node didn't have enough resource: cpu, requested: 3000, used: 500, capacity: 2000`
  * (CPU in millicores, memory and storage in bytes). Checked in the kubelet's order: pods, cpu,
  * memory, ephemeral-storage, then extended resources; the first shortage is the reason.
+ *
+ * Then limits (`limits`): a pod with cpu or memory limits on a node whose runtime cannot enforce
+ * them (no cgroup controllers: `Runtime.Capabilities.limits`) fails with reason
+ * `UnenforceableLimits`, unless the node runs them unenforced (`--allow-unenforced-limits`): it is
+ * then admitted, and the agent says in a Warning Event (`LimitsNotEnforced`) that its limits are not
+ * applied. A limit the node silently ignored let a 64 Mi pod grow to 700 MB.
  */
 import type { JsonObject } from "../controllers/Informer.js"
 import * as Snapshot from "../scheduler/Snapshot.js"
@@ -57,3 +63,45 @@ export const decide = (pod: JsonObject, allocatable: unknown, running: ReadonlyA
   }
   return admitted
 }
+
+/** The reason of a pod refused for limits the node cannot enforce. */
+export const unenforceableReason = "UnenforceableLimits"
+
+/** The reason of the Warning Event of a pod that runs with limits the node does not enforce. */
+export const notEnforcedReason = "LimitsNotEnforced"
+
+/** Which limits the node's runtime enforces (`Runtime.Capabilities.limits`). */
+export interface Enforced {
+  readonly cpu: boolean
+  readonly memory: boolean
+}
+
+/** The kinds of limit (`cpu`, `memory`) `pod`'s containers set that the node does not enforce. */
+export const unenforced = (pod: JsonObject, enforced: Enforced): ReadonlyArray<string> => {
+  const spec = (pod["spec"] ?? {}) as { readonly containers?: ReadonlyArray<JsonObject>; readonly initContainers?: ReadonlyArray<JsonObject> }
+  const out = new Set<string>()
+  for (const c of [...(spec.initContainers ?? []), ...(spec.containers ?? [])]) {
+    const limits = ((c["resources"] as JsonObject | undefined)?.["limits"] ?? {}) as Readonly<Record<string, unknown>>
+    if (limits["cpu"] !== undefined && !enforced.cpu) out.add("cpu")
+    if (limits["memory"] !== undefined && !enforced.memory) out.add("memory")
+  }
+  return ["cpu", "memory"].filter((k) => out.has(k))
+}
+
+/**
+ * Whether `pod`'s limits may run on a node enforcing `enforced`: refused when it cannot enforce
+ * one of them, unless `allowUnenforced`.
+ */
+export const limits = (pod: JsonObject, enforced: Enforced, allowUnenforced: boolean): Verdict => {
+  const missing = unenforced(pod, enforced)
+  if (missing.length === 0 || allowUnenforced) return admitted
+  return {
+    admit: false,
+    reason: unenforceableReason,
+    message: `Pod was rejected: the node cannot enforce the pod's ${missing.join(" and ")} limits (its container runtime has no cgroup controller for them); an administrator may run such pods unenforced with the agent's --allow-unenforced-limits`
+  }
+}
+
+/** The message of the Warning Event of a pod admitted with limits the node does not enforce. */
+export const notEnforcedMessage = (missing: ReadonlyArray<string>): string =>
+  `the node does not enforce this pod's ${missing.join(" and ")} limits (no cgroup controller for them; the agent runs with --allow-unenforced-limits): the containers may use more than their limits`

@@ -72,6 +72,23 @@ export interface Health {
   /** The runtime answers. */
   readonly runtimeReady: boolean
   readonly message?: string
+  /**
+   * Which limits the runtime enforces (absent: unknown, no `LimitsEnforced` condition), and whether
+   * pods with limits it cannot enforce run anyway (`--allow-unenforced-limits`).
+   */
+  readonly limits?: { readonly cpu: boolean; readonly memory: boolean; readonly allowUnenforced: boolean }
+}
+
+/** The node condition saying whether pods' cpu and memory limits are enforced on the node. */
+export const limitsCondition = "LimitsEnforced"
+
+const limitsConditionOf = (limits: NonNullable<Health["limits"]>): Omit<Conditions.Condition, "lastTransitionTime"> => {
+  const missing = [...(limits.memory ? [] : ["memory"]), ...(limits.cpu ? [] : ["cpu"])]
+  if (missing.length === 0) return { type: limitsCondition, status: "True", reason: "CgroupControllers", message: "the container runtime enforces cpu and memory limits" }
+  const what = `the container runtime cannot enforce ${missing.join(" or ")} limits (no cgroup controller for them)`
+  return limits.allowUnenforced
+    ? { type: limitsCondition, status: "False", reason: "LimitsNotEnforced", message: `${what}: pods with such limits run unenforced (--allow-unenforced-limits)` }
+    : { type: limitsCondition, status: "False", reason: "UnenforceableLimits", message: `${what}: pods with such limits are refused (--allow-unenforced-limits runs them unenforced)` }
 }
 
 /** The kubelet's conditions at `nowMs`, keeping transition times of `previous`. */
@@ -83,7 +100,8 @@ export const conditionsOf = (health: Health, previous: ReadonlyArray<Conditions.
     { type: "PIDPressure", status: "False", reason: "KubeletHasSufficientPID", message: "kubelet has sufficient PID available" },
     health.runtimeReady
       ? { type: "Ready", status: "True", reason: "KubeletReady", message: "kubelet is posting ready status" }
-      : { type: "Ready", status: "False", reason: "KubeletNotReady", message: health.message ?? "container runtime is down" }
+      : { type: "Ready", status: "False", reason: "KubeletNotReady", message: health.message ?? "container runtime is down" },
+    ...(health.limits === undefined ? [] : [limitsConditionOf(health.limits)])
   ]
   return want.map((c) => {
     const old = Conditions.get(previous, c.type)

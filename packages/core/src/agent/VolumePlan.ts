@@ -14,6 +14,13 @@
  * missing ConfigMap, Secret, key or claim that is not optional is an error with the kubelet's
  * message; the pod's containers then wait (`ContainerCreating`) and the agent retries.
  *
+ * Secret and projected volumes (Secret values, ServiceAccount tokens) go under the `memoryDir` of
+ * `Placement` when the node gives one (a directory on tmpfs: they never reach a disk), with the
+ * same layout. Their files belong to the pod's user (`identity`): owned by the uid its containers
+ * run as, group `fsGroup` when set (the mode then also gets group read, 0440, as the kubelet does);
+ * a Secret file's default mode is 0400 (Kubernetes' is 0644: here the owner is the pod's user),
+ * 0444 when the pod's containers run as several uids and no `fsGroup` says which group reads.
+ *
  * Departures: `subPathExpr`, `mountPropagation` and `emptyDir.medium: Memory` (tmpfs) are not
  * honoured; `sizeLimit` is not enforced.
  */
@@ -35,7 +42,45 @@ export interface File {
 export type Source =
   | { readonly _tag: "EmptyDir"; readonly name: string; readonly path: string }
   | { readonly _tag: "HostPath"; readonly name: string; readonly path: string; readonly type: string }
-  | { readonly _tag: "Files"; readonly name: string; readonly path: string; readonly files: ReadonlyArray<File> }
+  | { readonly _tag: "Files"; readonly name: string; readonly path: string; readonly files: ReadonlyArray<File>; readonly owner?: Owner }
+
+/** Who a volume's files belong to (absent fields: the writer's own user, root on a root node). */
+export interface Owner {
+  readonly uid?: number
+  readonly gid?: number
+}
+
+/** Who the pod's processes run as, for its volumes' files. */
+export interface Identity {
+  /** The one uid every container of the pod runs as; undefined: root, or several uids. */
+  readonly uid?: number
+  /** The pod's containers run as more than one uid. */
+  readonly mixed: boolean
+  readonly fsGroup?: number
+}
+
+/** Where a pod's volumes are placed and whose they are. */
+export interface Placement {
+  /** The node's memory-backed directory for Secret and projected volumes (their `podDir` under it). */
+  readonly memoryDir?: string
+  readonly identity?: Identity
+}
+
+/** The default mode of Secret volume files with one owner (0400). */
+export const secretDefaultMode = 0o400
+
+/**
+ * The identity of `pod`'s processes: each container's `runAsUser` (its own, else the pod's), else
+ * `allocatedUid` (the uid the runtime gave the pod, if any), else root.
+ */
+export const identityOf = (pod: Pod.Pod, allocatedUid?: number): Identity => {
+  const uids = new Set(
+    [...(pod.spec.initContainers ?? []), ...pod.spec.containers].map((c) => c.securityContext?.runAsUser ?? pod.spec.securityContext?.runAsUser ?? allocatedUid ?? 0)
+  )
+  const fsGroup = pod.spec.securityContext?.fsGroup
+  const only = uids.size === 1 ? [...uids][0] : undefined
+  return { ...(only === undefined || only === 0 ? {} : { uid: only }), mixed: uids.size > 1, ...(fsGroup === undefined ? {} : { fsGroup }) }
+}
 
 /** The volumes of a pod and where each container sees them. */
 export interface Plan {
@@ -170,22 +215,40 @@ const downwardFiles = (
   return Either.right(out)
 }
 
+// A private volume's files: the owner's, and the fsGroup's to read when there is one.
+const owned = (files: ReadonlyArray<File>, identity: Identity | undefined): ReadonlyArray<File> =>
+  identity?.fsGroup === undefined ? files : files.map((f) => ({ ...f, mode: f.mode | 0o440 }))
+
+const ownerOf = (identity: Identity | undefined): Owner | undefined =>
+  identity === undefined || (identity.uid === undefined && identity.fsGroup === undefined)
+    ? undefined
+    : { ...(identity.uid === undefined ? {} : { uid: identity.uid }), ...(identity.fsGroup === undefined ? {} : { gid: identity.fsGroup }) }
+
 const source = (
   pod: Pod.Pod,
   v: Pod.Volume,
   lookup: Lookup,
   dir: string,
-  context: Pick<ContainerEnv.Context, "hostIP" | "podIP" | "nodeAllocatable">
+  context: Pick<ContainerEnv.Context, "hostIP" | "podIP" | "nodeAllocatable">,
+  placement: Placement
 ): Either.Either<Source, string> => {
   const failed = (message: string) => Either.left(`MountVolume.SetUp failed for volume "${v.name}" : ${message}`)
-  const files = (kind: string, result: Either.Either<ReadonlyArray<File>, string>): Either.Either<Source, string> =>
-    Either.isLeft(result) ? failed(result.left) : Either.right({ _tag: "Files", name: v.name, path: volumePath(dir, kind, v.name), files: result.right })
+  const identity = placement.identity
+  // Secrets and tokens: in memory when the node has a place for it, and the pod's user's.
+  const memoryDir = placement.memoryDir === undefined ? dir : podDir(placement.memoryDir, pod.metadata.uid ?? "")
+  const files = (kind: string, result: Either.Either<ReadonlyArray<File>, string>): Either.Either<Source, string> => {
+    if (Either.isLeft(result)) return failed(result.left)
+    if (kind !== "secret" && kind !== "projected") return Either.right({ _tag: "Files", name: v.name, path: volumePath(dir, kind, v.name), files: result.right })
+    const owner = ownerOf(identity)
+    return Either.right({ _tag: "Files", name: v.name, path: volumePath(memoryDir, kind, v.name), files: owned(result.right, identity), ...(owner === undefined ? {} : { owner }) })
+  }
   if (v.hostPath !== undefined) return Either.right({ _tag: "HostPath", name: v.name, path: v.hostPath.path, type: v.hostPath.type ?? "" })
   if (v.configMap !== undefined) {
     return files("configMap", configMapFiles(lookup, v.configMap.name ?? "", v.configMap.items, v.configMap.defaultMode ?? defaultMode, v.configMap.optional === true))
   }
   if (v.secret !== undefined) {
-    return files("secret", secretFiles(lookup, v.secret.secretName ?? "", v.secret.items, v.secret.defaultMode ?? defaultMode, v.secret.optional === true))
+    const mode = v.secret.defaultMode ?? (identity?.mixed === true && identity.fsGroup === undefined ? 0o444 : secretDefaultMode)
+    return files("secret", secretFiles(lookup, v.secret.secretName ?? "", v.secret.items, mode, v.secret.optional === true))
   }
   if (v.downwardAPI !== undefined) return files("downwardAPI", downwardFiles(pod, v.downwardAPI.items ?? [], v.downwardAPI.defaultMode ?? defaultMode, context))
   if (v.projected !== undefined) {
@@ -226,11 +289,12 @@ export const plan = (
   pod: Pod.Pod,
   lookup: Lookup,
   dir: string,
-  context: Pick<ContainerEnv.Context, "hostIP" | "podIP" | "nodeAllocatable">
+  context: Pick<ContainerEnv.Context, "hostIP" | "podIP" | "nodeAllocatable">,
+  placement: Placement = {}
 ): Either.Either<Plan, string> => {
   const sources: Array<Source> = []
   for (const v of pod.spec.volumes ?? []) {
-    const s = source(pod, v, lookup, dir, context)
+    const s = source(pod, v, lookup, dir, context, placement)
     if (Either.isLeft(s)) return Either.left(s.left)
     sources.push(s.right)
   }

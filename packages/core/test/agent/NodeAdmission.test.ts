@@ -53,3 +53,30 @@ describe("NodeAdmission.decide", () => {
     expect(NodeAdmission.decide(p, allocatable, running)).toEqual(want)
   })
 })
+
+describe("NodeAdmission.limits", () => {
+  const withLimits = (limits: Record<string, string>, init: Record<string, string> = {}): Json => ({
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "p", namespace: "default" },
+    spec: { initContainers: [{ name: "i", image: "i", resources: { limits: init } }], containers: [{ name: "app", image: "i", resources: { limits, requests: { cpu: "1" } } }] }
+  })
+  const none = { cpu: false, memory: false }
+  const cases: ReadonlyArray<[string, Json, { cpu: boolean; memory: boolean }, boolean, ReadonlyArray<string>, boolean]> = [
+    ["no limits: admitted anywhere", withLimits({}), none, false, [], true],
+    ["requests alone are not limits", withLimits({}), none, false, [], true],
+    ["a memory limit without a memory controller: refused", withLimits({ memory: "64Mi" }), none, false, ["memory"], false],
+    ["an init container's cpu limit counts", withLimits({}, { cpu: "100m" }), { cpu: false, memory: true }, false, ["cpu"], false],
+    ["enforced limits: admitted", withLimits({ memory: "64Mi", cpu: "1" }), { cpu: true, memory: true }, false, [], true],
+    ["unenforced but allowed: admitted", withLimits({ memory: "64Mi", cpu: "1" }), none, true, ["cpu", "memory"], true]
+  ]
+  it.each(cases)("%s", (_name, p, enforced, allow, missing, admit) => {
+    expect(NodeAdmission.unenforced(p, enforced)).toEqual(missing)
+    const verdict = NodeAdmission.limits(p, enforced, allow)
+    expect(verdict.admit).toBe(admit)
+    if (!verdict.admit) {
+      expect(verdict.reason).toBe("UnenforceableLimits")
+      expect(verdict.message).toContain(`cannot enforce the pod's ${missing.join(" and ")} limits`)
+    }
+  })
+})

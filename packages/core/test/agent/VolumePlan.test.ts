@@ -81,7 +81,9 @@ describe("VolumePlan", () => {
       { name: "cfg", configMap: { name: "cfg", items: [{ key: "nope", path: "x" }] } },
       Either.left('MountVolume.SetUp failed for volume "cfg" : configmap references non-existent config key: nope')
     ],
-    ["a Secret (kept base64)", { name: "s", secret: { secretName: "creds" } }, Either.right([`/volumes/kubernetes.io~secret/s/password=${btoa("pw")}:base64:644`])],
+    ["a Secret (kept base64, 0400 by default)", { name: "s", secret: { secretName: "creds" } }, Either.right([`/volumes/kubernetes.io~secret/s/password=${btoa("pw")}:base64:400`])],
+    ["a Secret's defaultMode", { name: "s", secret: { secretName: "creds", defaultMode: 0o440 } }, Either.right([`/volumes/kubernetes.io~secret/s/password=${btoa("pw")}:base64:440`])],
+    ["a Secret item's mode", { name: "s", secret: { secretName: "creds", defaultMode: 0o440, items: [{ key: "password", path: "pw", mode: 0o600 }] } }, Either.right([`/volumes/kubernetes.io~secret/s/pw=${btoa("pw")}:base64:600`])],
     ["a missing Secret", { name: "s", secret: { secretName: "nope" } }, Either.left('MountVolume.SetUp failed for volume "s" : secret "nope" not found')],
     [
       "a projected volume: token, ConfigMap key, downward API",
@@ -117,6 +119,46 @@ describe("VolumePlan", () => {
 
   it("refuses a subPath that climbs out", () => {
     expect(Either.isLeft(plan(pod([{ name: "x", emptyDir: {} }], [{ name: "x", mountPath: "/x", subPath: "../etc" }])))).toBe(true)
+  })
+
+  describe("placement and ownership", () => {
+    const runAs = (p: Pod.Pod, pod: typeof Pod.PodSecurityContext.Type, ...containers: ReadonlyArray<number | undefined>): Pod.Pod => ({
+      ...p,
+      spec: {
+        ...p.spec,
+        securityContext: pod,
+        containers: containers.map((uid, i) => ({ name: `c${i}`, image: "i", ...(uid === undefined ? {} : { securityContext: { runAsUser: uid } }) }))
+      }
+    })
+    const volumes: ReadonlyArray<Pod.Volume> = [
+      { name: "s", secret: { secretName: "creds" } },
+      { name: "cfg", configMap: { name: "cfg", items: [{ key: "other", path: "o" }] } },
+      { name: "api", projected: { sources: [{ serviceAccountToken: { path: "token" } }] } }
+    ]
+    const placed = (p: Pod.Pod, allocatedUid?: number) =>
+      Either.getOrThrow(VolumePlan.plan(p, lookup, dir, context, { memoryDir: "/dev/shm/fleet", identity: VolumePlan.identityOf(p, allocatedUid) })).sources.map((s) =>
+        s._tag === "Files" ? { path: s.path, owner: s.owner, modes: s.files.map((f) => f.mode.toString(8)) } : s.path
+      )
+
+    it("puts Secret and projected volumes in the memory directory, owned by the pod's uid, 0400", () => {
+      expect(placed(runAs(pod(volumes), { runAsUser: 1000 }, undefined))).toEqual([
+        { path: "/dev/shm/fleet/pods/u1/volumes/kubernetes.io~secret/s", owner: { uid: 1000 }, modes: ["400"] },
+        { path: "/var/lib/fleet/pods/u1/volumes/kubernetes.io~configmap/cfg", owner: undefined, modes: ["644"] },
+        { path: "/dev/shm/fleet/pods/u1/volumes/kubernetes.io~projected/api", owner: { uid: 1000 }, modes: ["644"] }
+      ])
+    })
+
+    it("takes the uid the runtime allocated when the pod names none, and gives the fsGroup read (0440)", () => {
+      expect(placed(runAs(pod(volumes), { fsGroup: 2000 }, undefined), 200_001)[0]).toEqual({ path: "/dev/shm/fleet/pods/u1/volumes/kubernetes.io~secret/s", owner: { uid: 200_001, gid: 2000 }, modes: ["440"] })
+    })
+
+    it("makes Secret files 0444 when the pod's containers run as several uids and no fsGroup reads them", () => {
+      expect(placed(runAs(pod(volumes), {}, 1000, 1001))[0]).toEqual({ path: "/dev/shm/fleet/pods/u1/volumes/kubernetes.io~secret/s", owner: undefined, modes: ["444"] })
+    })
+
+    it("leaves root's pods' files root's, 0400", () => {
+      expect(placed(runAs(pod(volumes), {}, undefined))[0]).toEqual({ path: "/dev/shm/fleet/pods/u1/volumes/kubernetes.io~secret/s", owner: undefined, modes: ["400"] })
+    })
   })
 
   it("lists the objects to fetch", () => {
