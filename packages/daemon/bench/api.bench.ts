@@ -179,7 +179,8 @@ const fail = (e: unknown) => {
 }
 
 log("starting koder-fleet server")
-const server = await start(["--max-requests-inflight", String(maxRequestsInflight)]).catch(fail)
+// The watch fan-out's 1,000 watchers come from one client too: past the default 250 per client.
+const server = await start(["--max-requests-inflight", String(maxRequestsInflight), "--max-watches-inflight", "1000"]).catch(fail)
 try {
   for (const name of only) await all[name as keyof typeof all](server)
 } catch (e) {
