@@ -113,9 +113,21 @@ const nodeReads = new Set(["secrets", "configmaps", "serviceaccounts", "persiste
 const audited = (a: Authz.Attributes): boolean =>
   mutatingVerbs.has(a.verb) || (a.resourceRequest && a.apiGroup === "" && nodeReads.has(a.resource) && a.user.groups.includes("system:nodes"))
 
-/** The `Warning` header with admission's warnings added to what the handler sent (`299 - "…"`, as kube-apiserver writes them). */
+/**
+ * The `Warning` header with admission's warnings added to what the handler sent (`299 - "…"`, as
+ * kube-apiserver writes them). A warning quotes what the client sent (a sysctl's name, a probe's
+ * host), and a header holds only printable ASCII, so anything else is escaped as `\uXXXX`, which
+ * client-go's unquoting reads back.
+ */
 const warningHeader = (sent: string | undefined, warnings: ReadonlyArray<string>): Record<string, string> =>
-  warnings.length === 0 ? {} : { warning: [...(sent === undefined ? [] : [sent]), ...warnings.map((w) => `299 - ${JSON.stringify(w)}`)].join(", ") }
+  warnings.length === 0
+    ? {}
+    : {
+        warning: [
+          ...(sent === undefined ? [] : [sent]),
+          ...warnings.map((w) => `299 - ${JSON.stringify(w).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)}`)
+        ].join(", ")
+      }
 
 /** A running API server. */
 export interface ApiServer {

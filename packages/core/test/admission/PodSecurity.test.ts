@@ -44,7 +44,11 @@ const run = <A>(options: Omit<AdmissionPlugins.Options, "store" | "region">, bod
               body: b === undefined ? undefined : new TextEncoder().encode(JSON.stringify(b)),
               client: token
             })
-          ).then((r) => ({ status: r.status, body: r._tag === "Json" ? (r.body as any) : undefined, warnings: parseWarnings(r.headers["warning"]) }))
+          ).then((r) => {
+            // What a header may hold: printable ASCII (node:http refuses anything else).
+            expect(r.headers["warning"] ?? "").toMatch(/^[\x20-\x7e]*$/)
+            return { status: r.status, body: r._tag === "Json" ? (r.body as any) : undefined, warnings: parseWarnings(r.headers["warning"]) }
+          })
         }
         return yield* Effect.promise(() => body(call, audit))
       })
@@ -115,6 +119,10 @@ describe("PodSecurity admission", () => {
       const d = await call("POST", "/apis/apps/v1/namespaces/soft/deployments", deployment("d", { containers: [{ name: "c", image: "nginx", securityContext: { privileged: true } }] }))
       expect(d.status).toBe(201)
       expect(d.warnings).toEqual([expect.stringMatching(/^would violate PodSecurity "restricted:latest": privileged \(container "c" must not set securityContext.privileged=true\)/)])
+      // A warning quotes what the client sent, escaped for the header and read back whole.
+      const odd = await call("POST", "/api/v1/namespaces/soft/pods", pod("odd", { securityContext: { sysctls: [{ name: "kernel.é\u2028😀", value: "1" }] } }, { allowPrivilegeEscalation: false }))
+      expect(odd.status).toBe(201)
+      expect(odd.warnings[0]).toContain("forbidden sysctls (kernel.é\u2028😀)")
       // An enforce=restricted namespace still takes the Deployment; only its pods are refused.
       await call("POST", "/api/v1/namespaces", namespace("hard", enforce("restricted")))
       expect((await call("POST", "/apis/apps/v1/namespaces/hard/deployments", deployment("d", { containers: [{ name: "c", image: "nginx", securityContext: { privileged: true } }] }))).status).toBe(201)
