@@ -44,6 +44,10 @@ A single-host cluster: API server, controllers, scheduler, box and agent in one 
   --nodeport-address A   where NodePort Services listen (default 127.0.0.1; off: nowhere)
   --lb-pool RANGES       LoadBalancer addresses (default 127.0.0.2-127.0.0.254, proxied on this host)
   --shim auto|sh         how the box starts containers (koder-fleet box --help; default auto)
+  --cgroups auto|none    the box's cgroups (koder-fleet box --help; default auto: limits enforced when root)
+  --allow-unenforced-limits  run pods whose cpu/memory limits the box cannot enforce (no cgroup controllers:
+                         unprivileged, or --cgroups none), each with a Warning Event (default: they fail,
+                         UnenforceableLimits; docs/nodes.md)
   --shutdown-grace DUR   Ctrl-C: each pod gets at most this to stop (default 30s); dev exits within it
                          + 15s, and a second Ctrl-C kills every pod's processes at once (docs/nodes.md)
 
@@ -59,6 +63,10 @@ export interface Config {
   readonly nodePortAddress: string | undefined
   /** How the box starts containers (`koder-fleet box --shim`). */
   readonly shim: ShimFlag.Shim
+  /** The box's cgroups (`koder-fleet box --cgroups`). */
+  readonly cgroups: "auto" | "none"
+  /** Pods with limits the box cannot enforce run anyway (`--allow-unenforced-limits`). */
+  readonly allowUnenforcedLimits: boolean
 }
 
 const take = (args: Array<string>, flag: string): string | undefined => {
@@ -85,6 +93,9 @@ export const parseFlags = (argv: ReadonlyArray<string>, env: Readonly<Record<str
   const intervalText = take(args, "--usage-interval") ?? "15s"
   const nodePortText = take(args, "--nodeport-address") ?? "127.0.0.1"
   const shim = ShimFlag.parse(take(args, "--shim"))
+  const cgroups = take(args, "--cgroups") ?? "auto"
+  const allowAt = args.indexOf("--allow-unenforced-limits")
+  if (allowAt >= 0) args.splice(allowAt, 1)
   if (!args.some((a) => a === "--lb-pool" || a.startsWith("--lb-pool="))) args.push("--lb-pool", "127.0.0.2-127.0.0.254")
   if (!args.some((a) => a === "--listen" || a.startsWith("--listen="))) args.push("--listen", "127.0.0.1:9300")
   if (!args.some((a) => a === "--data-dir" || a.startsWith("--data-dir="))) args.push("--data-dir", resolve(env["FLEET_DATA_DIR"] ?? join(homedir(), ".koder-fleet")))
@@ -92,8 +103,9 @@ export const parseFlags = (argv: ReadonlyArray<string>, env: Readonly<Record<str
     const server = yield* Server.parseFlags(args, env)
     const usageInterval = yield* Server.parseDuration("--usage-interval", intervalText)
     if (typeof shim === "string") return yield* Either.left(new ConfigError({ message: shim }))
+    if (cgroups !== "auto" && cgroups !== "none") return yield* Either.left(new ConfigError({ message: `--cgroups ${JSON.stringify(cgroups)}: expected auto or none` }))
     const reserved = reservedText === undefined ? {} : yield* Either.mapLeft(HostFacts.parseReserved(reservedText), (why) => new ConfigError({ message: `--reserved: ${why}` }))
-    return { server, nodeName, reserved, usageInterval, nodePortAddress: nodePortText === "off" ? undefined : nodePortText, shim: shim.shim }
+    return { server, nodeName, reserved, usageInterval, nodePortAddress: nodePortText === "off" ? undefined : nodePortText, shim: shim.shim, cgroups, allowUnenforcedLimits: allowAt >= 0 }
   })
 }
 
@@ -126,6 +138,8 @@ const node = (config: Config, thread: Worker, lost: Deferred.Deferred<never, { r
         nodeName: config.nodeName,
         boxDir: join(dataDir, "box"),
         shim: config.shim,
+        cgroups: config.cgroups,
+        allowUnenforcedLimits: config.allowUnenforcedLimits,
         agentDir: join(dataDir, "agent"),
         reserved: config.reserved,
         region: config.server.region,

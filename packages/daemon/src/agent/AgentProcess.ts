@@ -14,9 +14,10 @@ import { KboxClient } from "@koder/fleet-kbox-client"
 import { Data, Effect, Schedule, type Scope } from "effect"
 import { join } from "node:path"
 import { Agent as UndiciAgent, fetch as undiciFetch } from "undici"
-import { readIfExists, writeAtomic } from "../internal/files.js"
+import { ensurePrivateDir, readIfExists, writeAtomic } from "../internal/files.js"
 import * as FsVolumeWriter from "./FsVolumeWriter.js"
 import * as HostFacts from "./HostFacts.js"
+import * as MemoryDir from "./MemoryDir.js"
 import * as NetHostPortAllocator from "./NetHostPortAllocator.js"
 import * as NetProber from "./NetProber.js"
 import * as NodeNetwork from "../net/NodeNetwork.js"
@@ -62,6 +63,8 @@ export interface Options {
   readonly port?: number
   /** Fail pods closed when their NetworkPolicy cannot be enforced (`--network-policy-strict`). */
   readonly networkPolicyStrict?: boolean
+  /** Run pods whose cpu/memory limits the box cannot enforce, with a Warning (`--allow-unenforced-limits`). */
+  readonly allowUnenforcedLimits?: boolean
   /** Pod networking (default `host`: host ports); `pod`: isolated mode (root; the box must offer it). */
   readonly network?: "host" | "pod"
   /** Isolated mode: where the pods' DNS (their gateway's port 53) is sent. */
@@ -119,6 +122,11 @@ export const credentials = (options: Pick<Options, "server" | "token" | "joinTok
 export const run = (options: Options): Effect.Effect<Running, AgentStartError, Scope.Scope> =>
   Effect.gen(function* () {
     const nodeName = options.nodeName ?? HostFacts.defaultNodeName()
+    // The node token, the CA and pods' volumes: the agent's alone.
+    yield* Effect.tryPromise({
+      try: () => ensurePrivateDir(options.dataDir),
+      catch: (e) => new AgentStartError({ message: `cannot create the data dir ${options.dataDir}: ${e instanceof Error ? e.message : String(e)}` })
+    })
     const fetch = options.fetch ?? fetchTrusting(options.ca)
     const token = yield* credentials(options, fetch, nodeName)
     const client = Client.make({ server: options.server, token, ...(options.transport === undefined ? { fetch } : { transport: options.transport }) })
@@ -140,12 +148,16 @@ export const run = (options: Options): Effect.Effect<Running, AgentStartError, S
       ...(options.port === undefined ? {} : { port: options.port }),
       containerRuntimeVersion: `${info.name}://${info.version}`
     })
+    const memoryDir = MemoryDir.forAgent(options.dataDir)
     const agent = yield* Agent.make({
       client,
       facts,
       dataDir: options.dataDir,
+      // Secrets and tokens in memory (tmpfs), never on the disk.
+      ...(memoryDir === undefined ? {} : { memoryDir }),
       ...(options.network === undefined ? {} : { network: options.network }),
       ...(options.networkPolicyStrict === undefined ? {} : { networkPolicyStrict: options.networkPolicyStrict }),
+      ...(options.allowUnenforcedLimits === undefined ? {} : { allowUnenforcedLimits: options.allowUnenforcedLimits }),
       ...options.tuning,
       // FLEET_DNS: host-mode pods share the host's resolv.conf, so the cluster DNS is named here.
       defaultEnv: { PATH: process.env["PATH"] ?? Agent.defaultPath, ...(options.clusterDns === undefined ? {} : { FLEET_DNS: options.clusterDns }) },

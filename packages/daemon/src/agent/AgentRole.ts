@@ -46,6 +46,9 @@ export const usage = `usage: koder-fleet agent --server URL [flags]
   --port N              the HTTPS port the API server reaches the agent on for logs and exec (default 9301; 0 picks one)
   --network-policy-strict  a pod a NetworkPolicy selects is not started when the box cannot enforce it
                         (default: it runs, with a Warning Event)
+  --allow-unenforced-limits  run pods whose cpu/memory limits the box cannot enforce (no cgroup controllers),
+                        each with a Warning Event; the Node says LimitsEnforced=False (default: such pods
+                        fail with UnenforceableLimits)
   --nodeport-address A  where NodePort Services listen on this node (default 0.0.0.0; off: nowhere)
   --dns-listen ADDR:PORT  serve cluster DNS for this node's pods (default off)
   --dns-upstream ADDR   where that DNS forwards other names (default: none, they are refused)
@@ -70,6 +73,8 @@ export interface Config {
   readonly port: number
   /** `--network-policy-strict`: fail pods closed when their NetworkPolicy cannot be enforced. */
   readonly networkPolicyStrict: boolean
+  /** `--allow-unenforced-limits`: run pods whose limits the box cannot enforce, with a Warning. */
+  readonly allowUnenforcedLimits: boolean
   readonly nodePortAddress: string | undefined
   readonly dnsListen: DnsService.Listen | undefined
   readonly dnsUpstream: { readonly host: string; readonly port: number } | undefined
@@ -86,6 +91,7 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
       args: [...args],
       options: {
         "network-policy-strict": { type: "boolean" as const },
+        "allow-unenforced-limits": { type: "boolean" as const },
         ...Object.fromEntries(
         ["server", "join-token", "ca-hash", "ca-file", "token", "box-socket", "data-dir", "node-name", "reserved", "region", "internal-ip", "port", "nodeport-address", "dns-listen", "dns-upstream", "cluster-dns", "network", "pod-dns"].map((k) => [k, { type: "string" as const }])
       )
@@ -137,7 +143,8 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
     region: str("region"),
     internalIP: str("internal-ip"),
     port,
-    networkPolicyStrict: values["network-policy-strict"] === true
+    networkPolicyStrict: values["network-policy-strict"] === true,
+    allowUnenforcedLimits: values["allow-unenforced-limits"] === true
   })
 }
 
@@ -257,6 +264,7 @@ export const main = async (args: ReadonlyArray<string>): Promise<number> => {
         port: endpoint.port,
         ...(config.region === undefined ? {} : { region: config.region }),
         ...(config.networkPolicyStrict ? { networkPolicyStrict: true } : {}),
+        ...(config.allowUnenforcedLimits ? { allowUnenforcedLimits: true } : {}),
         ...(config.network === "isolated" ? { network: "pod" as const } : {}),
         ...(config.podDns === undefined ? {} : { podDns: config.podDns })
       })

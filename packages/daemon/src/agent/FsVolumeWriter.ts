@@ -8,12 +8,14 @@
  *   <dir>/..data -> ..2024_05_01T10_00_00.123Z.ab12cd     swapped by a rename: the atomic step
  *   <dir>/app.conf -> ..data/app.conf                     what the container sees
  *
- * A volume whose files are unchanged is left alone (no new version, no symlink swap).
+ * A volume whose files are unchanged is left alone (no new version, no symlink swap). Files with
+ * an `owner` (Secret and projected volumes: the pod's uid and fsGroup) are chowned to it when the
+ * agent runs as root; unprivileged, they stay the agent's user's (the only user pods run as then).
  */
 import { AgentError, VolumeWriter, type VolumePlan } from "@koder/fleet-core"
 import { Effect, Layer } from "effect"
 import { randomBytes } from "node:crypto"
-import { chmod, lstat, mkdir, readdir, readFile, readlink, rename, rm, stat, symlink, writeFile } from "node:fs/promises"
+import { chmod, chown, lstat, mkdir, readdir, readFile, readlink, rename, rm, stat, symlink, writeFile } from "node:fs/promises"
 import { dirname, join } from "node:path"
 
 const dataLink = "..data"
@@ -25,7 +27,12 @@ const bytesOf = (f: VolumePlan.File) => Buffer.from(f.data, f.encoding === "base
 // A projected path must stay inside its volume.
 const safe = (path: string) => path !== "" && !path.startsWith("/") && !path.split("/").some((p) => p === ".." || p === "")
 
-const unchanged = async (dir: string, version: string, files: ReadonlyArray<VolumePlan.File>): Promise<boolean> => {
+// Ownership applies only where the agent may give files away (root).
+const ownerFor = (owner: VolumePlan.Owner | undefined): { readonly uid: number; readonly gid: number } | undefined =>
+  owner === undefined || process.getuid?.() !== 0 ? undefined : { uid: owner.uid ?? -1, gid: owner.gid ?? -1 }
+
+const unchanged = async (dir: string, version: string, files: ReadonlyArray<VolumePlan.File>, owner: VolumePlan.Owner | undefined): Promise<boolean> => {
+  const want = ownerFor(owner)
   const listed: Array<string> = []
   const walk = async (rel: string) => {
     for (const e of await readdir(join(dir, version, rel), { withFileTypes: true })) {
@@ -41,6 +48,7 @@ const unchanged = async (dir: string, version: string, files: ReadonlyArray<Volu
       const full = join(dir, version, f.path)
       const [content, st] = await Promise.all([readFile(full), stat(full)])
       if ((st.mode & 0o777) !== f.mode || !content.equals(bytesOf(f))) return false
+      if (want !== undefined && ((want.uid !== -1 && st.uid !== want.uid) || (want.gid !== -1 && st.gid !== want.gid))) return false
     }
     return true
   } catch {
@@ -49,16 +57,19 @@ const unchanged = async (dir: string, version: string, files: ReadonlyArray<Volu
 }
 
 /** Write `files` into `dir` atomically (a new version directory and a `..data` swap); no-op when unchanged. */
-export const writeAtomic = async (dir: string, files: ReadonlyArray<VolumePlan.File>): Promise<boolean> => {
+export const writeAtomic = async (dir: string, files: ReadonlyArray<VolumePlan.File>, owner?: VolumePlan.Owner): Promise<boolean> => {
   for (const f of files) if (!safe(f.path)) throw new Error(`invalid path ${JSON.stringify(f.path)}: must be relative and not contain '..'`)
   await mkdir(dir, { recursive: true, mode: 0o755 })
   const current = await readlink(join(dir, dataLink)).catch(() => undefined)
-  if (current !== undefined && (await unchanged(dir, current, files))) return false
+  if (current !== undefined && (await unchanged(dir, current, files, owner))) return false
+  const to = ownerFor(owner)
   const version = `..${new Date().toISOString().replace(/:/g, "_")}.${randomBytes(4).toString("hex")}`
   for (const f of files) {
     const full = join(dir, version, f.path)
     await mkdir(dirname(full), { recursive: true, mode: 0o755 })
     await writeFile(full, bytesOf(f), { mode: f.mode })
+    // Given away before the mode is widened to it: nobody else reads it meanwhile.
+    if (to !== undefined) await chown(full, to.uid, to.gid)
     await chmod(full, f.mode)
   }
   await mkdir(join(dir, version), { recursive: true, mode: 0o755 })
@@ -124,7 +135,7 @@ export const make = (): VolumeWriter.VolumeWriterService => ({
             return
           }
           case "Files":
-            await writeAtomic(source.path, source.files)
+            await writeAtomic(source.path, source.files, source.owner)
             return
         }
       },

@@ -28,6 +28,10 @@ export interface WorkerData {
   readonly boxDir: string
   /** How the box starts containers (`koder-fleet box --shim`). */
   readonly shim: ShimFlag.Shim
+  /** The box's cgroups (`koder-fleet box --cgroups`; default auto). */
+  readonly cgroups?: "auto" | "none"
+  /** Pods with limits the box cannot enforce run anyway (`--allow-unenforced-limits`). */
+  readonly allowUnenforcedLimits?: boolean
   readonly agentDir: string
   readonly reserved: Readonly<Record<string, string>>
   readonly region: string | undefined

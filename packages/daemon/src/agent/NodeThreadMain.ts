@@ -48,7 +48,7 @@ const stopAsked = Effect.async<void>((resume) => {
 })
 
 const node = Effect.gen(function* () {
-  const boxConfig = Box.parseFlags(["--data-dir", data.boxDir, "--socket", join(data.boxDir, "box.sock"), "--shim", data.shim, "--hide", dirname(data.boxDir), "--hide", data.agentDir])
+  const boxConfig = Box.parseFlags(["--data-dir", data.boxDir, "--socket", join(data.boxDir, "box.sock"), "--shim", data.shim, "--cgroups", data.cgroups ?? "auto", "--hide", dirname(data.boxDir), "--hide", data.agentDir])
   if (typeof boxConfig === "string") return yield* Effect.fail({ message: boxConfig })
   const box = yield* Effect.acquireRelease(
     Effect.tryPromise({
@@ -67,6 +67,7 @@ const node = Effect.gen(function* () {
     nodeName: data.nodeName,
     dataDir: data.agentDir,
     reserved: data.reserved,
+    ...(data.allowUnenforcedLimits === true ? { allowUnenforcedLimits: true } : {}),
     ...(data.region === undefined ? {} : { region: data.region }),
     ...(data.clusterDns === undefined ? {} : { clusterDns: data.clusterDns }),
     ...(data.stopGraceSeconds === undefined ? {} : { tuning: { stopGraceSeconds: data.stopGraceSeconds } })
