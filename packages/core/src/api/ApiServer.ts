@@ -114,20 +114,15 @@ const audited = (a: Authz.Attributes): boolean =>
   mutatingVerbs.has(a.verb) || (a.resourceRequest && a.apiGroup === "" && nodeReads.has(a.resource) && a.user.groups.includes("system:nodes"))
 
 /**
- * The `Warning` header with admission's warnings added to what the handler sent (`299 - "…"`, as
- * kube-apiserver writes them). A warning quotes what the client sent (a sysctl's name, a probe's
- * host), and a header holds only printable ASCII, so anything else is escaped as `\uXXXX`, which
- * client-go's unquoting reads back.
+ * The `Warning` header: what the handler sent with admission's warnings added (`299 - "…"`, as
+ * kube-apiserver writes them). A warning quotes what the client sent (an unknown field's name, a
+ * sysctl's, a probe's host), and a header holds only printable ASCII (node:http refuses the rest),
+ * so anything else in the quoted texts is escaped as `\uXXXX`, which client-go's unquoting reads back.
  */
-const warningHeader = (sent: string | undefined, warnings: ReadonlyArray<string>): Record<string, string> =>
-  warnings.length === 0
-    ? {}
-    : {
-        warning: [
-          ...(sent === undefined ? [] : [sent]),
-          ...warnings.map((w) => `299 - ${JSON.stringify(w).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)}`)
-        ].join(", ")
-      }
+const warningHeader = (sent: string | undefined, warnings: ReadonlyArray<string>): Record<string, string> => {
+  const all = [...(sent === undefined ? [] : [sent]), ...warnings.map((w) => `299 - ${JSON.stringify(w)}`)]
+  return all.length === 0 ? {} : { warning: all.join(", ").replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`) }
+}
 
 /** A running API server. */
 export interface ApiServer {

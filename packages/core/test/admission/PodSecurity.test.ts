@@ -123,6 +123,10 @@ describe("PodSecurity admission", () => {
       const odd = await call("POST", "/api/v1/namespaces/soft/pods", pod("odd", { securityContext: { sysctls: [{ name: "kernel.é\u2028😀", value: "1" }] } }, { allowPrivilegeEscalation: false }))
       expect(odd.status).toBe(201)
       expect(odd.warnings[0]).toContain("forbidden sysctls (kernel.é\u2028😀)")
+      // The same holds for the API's own warnings (an unknown field's name, fieldValidation=Warn).
+      const unknown = await call("POST", "/api/v1/namespaces/soft/configmaps", { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "u" }, "😀": 1 })
+      expect(unknown.status).toBe(201)
+      expect(unknown.warnings).toEqual(['unknown field "[😀]"'])
       // An enforce=restricted namespace still takes the Deployment; only its pods are refused.
       await call("POST", "/api/v1/namespaces", namespace("hard", enforce("restricted")))
       expect((await call("POST", "/apis/apps/v1/namespaces/hard/deployments", deployment("d", { containers: [{ name: "c", image: "nginx", securityContext: { privileged: true } }] }))).status).toBe(201)
