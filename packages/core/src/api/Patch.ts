@@ -20,7 +20,7 @@ import { builtInMergeKeys as builtIn, objectMetaMergeKeys } from "./internal/pat
 import { malformed, notApplicable, type PatchError, tooLarge, unsupported } from "./internal/patchError.js"
 import { applyStrategicMergePatch, byValue as byValueKey, type MergeKeys as Keys } from "./internal/patchStrategic.js"
 import { depthAtMost, getOwn, isObject, jsonSizeAtMost, maxDepth } from "./internal/patchValue.js"
-import { maxObjectBytes } from "./Body.js"
+import { maxBodyDepth, maxObjectBytes } from "./Body.js"
 
 export { PatchError } from "./internal/patchError.js"
 export { maxCopyBytes, maxOperations } from "./internal/patchJson.js"
@@ -116,8 +116,9 @@ export const strategicMergePatch = (
  * Applies a PATCH body of media type `contentType` to the object `original`. For strategic merge
  * patch, `mergeKeys` is a table, or the `apiVersion/kind` (`"apps/v1/Deployment"`) whose keys to
  * use, and defaults to `original`'s own apiVersion/kind; a kind without merge keys (a custom
- * resource) is 415, as in kube-apiserver. The result must still be a JSON object (else 422), and
- * at most the object size limit (`Body.maxObjectBytes`) of JSON (else 413).
+ * resource) is 415, as in kube-apiserver. The result must still be a JSON object nested at most
+ * `Body.maxBodyDepth` deep (else 422), and at most the object size limit (`Body.maxObjectBytes`)
+ * of JSON (else 413).
  */
 export const apply = (
   contentType: string,
@@ -132,9 +133,12 @@ export const apply = (
       // Checked here, before the result is decoded, validated and admitted: a patch that grew the
       // object past what the store keeps costs no more work than computing it.
       const size = jsonSizeAtMost(result, maxObjectBytes)
-      return size > maxObjectBytes
-        ? Either.left(tooLarge(`the patched object is larger than the limit of ${maxObjectBytes} bytes`))
-        : Either.right(result)
+      if (size > maxObjectBytes) return Either.left(tooLarge(`the patched object is larger than the limit of ${maxObjectBytes} bytes`))
+      // A patch may nest a value as deep as a body may, under a path that is already deep: the
+      // result is held to the bodies' limit too, or repeated patches could nest without end.
+      return depthAtMost(result, maxBodyDepth)
+        ? Either.right(result)
+        : Either.left(notApplicable(`the patched object nests deeper than ${maxBodyDepth} levels`))
     })
   })
 

@@ -3,7 +3,7 @@
 // 413 before it is decoded, and strategic merges take time linear in the object and the patch.
 import { Either } from "effect"
 import { describe, expect, it } from "vitest"
-import { maxObjectBytes } from "../../src/api/Body.js"
+import { maxBodyDepth, maxObjectBytes } from "../../src/api/Body.js"
 import { jsonSizeAtMost } from "../../src/api/internal/patchValue.js"
 import * as Patch from "../../src/api/Patch.js"
 
@@ -124,5 +124,25 @@ describe("strategic merge of long keyed lists takes linear time", () => {
     if (Either.isLeft(result)) throw new Error(result.left.detail)
     expect((result.right as ReturnType<typeof pod>).spec.containers[0]!.env).toEqual([])
     expect(performance.now() - started).toBeLessThan(30_000)
+  })
+})
+
+describe("a patched object nests no deeper than a body may", () => {
+  const nested = (depth: number): unknown => {
+    let v: unknown = "x"
+    for (let i = 0; i < depth; i++) v = { a: v }
+    return v
+  }
+  it("a value nested 450 levels added under a path 60 levels deep is 422", () => {
+    // Each alone is well within the limit; repeated patches like this would nest without end.
+    const original = { metadata: { name: "x" }, deep: nested(60) }
+    const path = `/deep${"/a".repeat(59)}/a`
+    const result = status(Patch.apply(Patch.contentTypes.json, original, [{ op: "replace", path, value: nested(450) }]))
+    expect(result).toMatchObject({ code: 422, reason: "Invalid", detail: `the patched object nests deeper than ${maxBodyDepth} levels` })
+  })
+
+  it("the same value under a shallow path applies", () => {
+    const result = Patch.apply(Patch.contentTypes.merge, { metadata: { name: "x" } }, { deep: nested(450) })
+    expect(Either.isRight(result)).toBe(true)
   })
 })
