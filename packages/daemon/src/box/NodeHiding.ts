@@ -52,23 +52,25 @@ export const sourceIn = (hidden: ReadonlyArray<string>, path: string): string =>
   return rel === "" ? `${dir}/${hostDirName}` : `${dir}/${hostDirName}/${rel}`
 }
 
-/** The empty directory (left on the host, mode 0700) where a cover is made before it moves over its directory. */
-export const coverDirName = ".kbox-cover"
+/** Where a pod's cover is made before it moves over its directory (an empty directory on the host, removed after). */
+export const coverDirName = (sandboxId: string): string => `.kbox-cover-${sandboxId}`
 
 /**
- * Cover each directory named in argv (run in the pod's mount namespace, as root, by
- * `nsenter -t HOLDER -m`). The tmpfs is mounted at `<dir>/.kbox-cover` first, what the directory
- * holds is bind-mounted (recursively) at `.kbox-host` inside it, and then the tmpfs moves over the
- * directory: once covered, a directory's own content cannot be reached to bind it (a lookup,
- * even through an open descriptor's /proc link, lands on the mount over it). A directory that
- * does not exist is skipped.
+ * Cover each directory named after the cover's name in argv (`COVER DIR...`; run in the pod's
+ * mount namespace, as root, by `nsenter -t HOLDER -m`). The tmpfs is mounted at `<dir>/COVER`
+ * first, what the directory holds is bind-mounted (recursively) at `.kbox-host` inside it, and
+ * then the tmpfs moves over the directory: once covered, a directory's own content cannot be
+ * reached to bind it (a lookup, even through an open descriptor's /proc link, lands on the mount
+ * over it). The box then removes `<dir>/COVER` on the host (the pod's namespace only had a copy
+ * of a mount there, which goes with it). A directory that does not exist is skipped.
  */
-export const hideScript = `for d in "$@"; do
+export const hideScript = `cover=$1; shift
+for d in "$@"; do
   [ -d "$d" ] || continue
-  mkdir -p -m 0700 "$d/${coverDirName}" || exit 1
-  mount -t tmpfs -o mode=0000,uid=0,gid=0,size=64k,nosuid,nodev,noexec kbox-hidden "$d/${coverDirName}" || exit 1
-  mkdir -m 0000 "$d/${coverDirName}/${hostDirName}" || exit 1
-  mount --rbind "$d" "$d/${coverDirName}/${hostDirName}" || exit 1
-  mount --move "$d/${coverDirName}" "$d" || exit 1
+  mkdir -m 0000 "$d/$cover" || exit 1
+  mount -t tmpfs -o mode=0000,uid=0,gid=0,size=64k,nosuid,nodev,noexec kbox-hidden "$d/$cover" || exit 1
+  mkdir -m 0000 "$d/$cover/${hostDirName}" || exit 1
+  mount --rbind "$d" "$d/$cover/${hostDirName}" || exit 1
+  mount --move "$d/$cover" "$d" || exit 1
 done
 `

@@ -26,6 +26,7 @@ import {
   readFileSync,
   readdirSync,
   renameSync,
+  rmdirSync,
   rmSync,
   statSync,
   watch,
@@ -873,9 +874,17 @@ export class ProcessDriver {
   private hideNode(rec: SandboxRecord): void {
     // Only what exists now: a path of one made later is not translated for this pod's mounts.
     const hidden = NodeHiding.plan([this.dataDir, this.runDir, ...(this.options.hide ?? [])]).filter((d) => existsSync(d))
-    const r = spawnSync(this.tools.nsenter!, ["-t", String(rec.holder!.pid), "-m", "--", this.tools.sh, "-c", NodeHiding.hideScript, "hide", ...hidden], {
+    const cover = NodeHiding.coverDirName(rec.id)
+    const r = spawnSync(this.tools.nsenter!, ["-t", String(rec.holder!.pid), "-m", "--", this.tools.sh, "-c", NodeHiding.hideScript, "hide", cover, ...hidden], {
       encoding: "utf8"
     })
+    // The covers were made there, on the host; the pod's namespace keeps them where they moved.
+    for (const d of hidden)
+      try {
+        rmdirSync(join(d, cover))
+      } catch {
+        // not made (the script stopped before it), or gone
+      }
     if (r.status !== 0) throw new Runtime.Unavailable({ message: `sandbox: cannot hide the node's directories: ${(r.stderr || r.error?.message || "failed").trim()}` })
     rec.hidden = hidden
   }
