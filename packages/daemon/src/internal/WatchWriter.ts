@@ -12,12 +12,14 @@
  * lines themselves are the watch cache's shared serialisations; only the window is per watch.
  * A write callback fires once the kernel took the bytes, which makes the count exact where
  * `res.write` returning false (the socket's 8 MiB high-water mark) would let each watch buffer
- * megabytes first. A closed connection frees its buffers at once; the client re-lists and
- * re-watches, as after kube-apiserver closes a watcher that cannot keep up.
+ * megabytes first. A closed connection is reset, which frees its buffers at once (the kernel's
+ * too); the client re-lists and re-watches, as after kube-apiserver closes a watcher that cannot
+ * keep up.
  */
 import type { WatchBudget } from "@koder/fleet-core"
 import { Chunk, Duration, Effect, Stream } from "effect"
 import type { ServerResponse } from "node:http"
+import type { Socket } from "node:net"
 
 /** How a watch's writes are paced. */
 export interface Options {
@@ -50,6 +52,14 @@ export const write = (
   // Set while a write waits for flushes: called after each one.
   let onFlush: (() => void) | undefined
   const close = (why: Closed) => {
+    // A reset, not a FIN: a FIN would wait behind the unread bytes, which the kernel would keep
+    // sending into the client's zero window; a reset drops them. (The TLS socket wraps the TCP one.)
+    const tcp = (res.socket as (Socket & { readonly _parent?: Socket }) | null)?._parent ?? res.socket
+    try {
+      tcp?.resetAndDestroy()
+    } catch {
+      // Not a TCP handle (a test's socket): the plain destroy below does.
+    }
     res.destroy()
     backlog.release()
     onClosed(why)
