@@ -1079,7 +1079,10 @@ export class ProcessDriver {
   /** How a container of this box runs (Confinement.ts): its pod's uid when it names none. */
   private confinementOf(spec: Runtime.ContainerSpec): Either.Either<Confinement.Confinement, string> {
     const sb = this.sandboxes.get(spec.sandboxId)
-    return Confinement.decide(spec, this.info.capabilities.runAsUser ? sb?.uid : undefined)
+    const decided = Confinement.decide(spec, this.info.capabilities.runAsUser ? sb?.uid : undefined)
+    // A box that is not root cannot switch users or change capabilities (it has none to give or
+    // take): its pods run as it does, refused only when they must not run as root (docs/box.md).
+    return this.info.capabilities.runAsUser ? decided : Either.map(decided, () => Confinement.legacy(spec.user))
   }
 
   /** The chain's context of a container: its pod's namespaces and its confinement. */
