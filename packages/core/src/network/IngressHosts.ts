@@ -155,6 +155,20 @@ export const decide = (ingresses: ReadonlyArray<JsonObject>, policy: Policy = []
   // Reserved claims first; the sort is stable, so age order holds within each group.
   const ordered = [...claims.filter((c) => c.reserved), ...claims.filter((c) => !c.reserved)]
   const owners = new Map<string, Owner>()
+  // Owned concrete hosts by their parent domain: what a wildcard claim overlaps, without a scan.
+  const concreteUnder = new Map<string, Array<string>>()
+  /** The owned patterns overlapping `host`: itself, the wildcard over it, or (for a wildcard) the hosts under it. */
+  const overlapping = (host: string): Array<[string, Owner]> => {
+    const out: Array<[string, Owner]> = []
+    const add = (pattern: string) => {
+      const o = owners.get(pattern)
+      if (o !== undefined) out.push([pattern, o])
+    }
+    add(host)
+    if (host.startsWith("*.")) for (const h of concreteUnder.get(host.slice(2)) ?? []) add(h)
+    else if (host !== "" && host.indexOf(".") > 0) add(`*.${host.slice(host.indexOf(".") + 1)}`)
+    return out
+  }
   const losses: Array<Loss> = []
   const lost = new Map<string, Set<string>>()
   const lose = (loss: Loss) => {
@@ -166,16 +180,25 @@ export const decide = (ingresses: ReadonlyArray<JsonObject>, policy: Policy = []
   for (const c of ordered) {
     const verdict = c.reserved ? "own" : policyVerdict(policy, c.host, c.namespace)
     if (verdict !== undefined && verdict !== "own") {
-      const holder = [...owners].find(([pattern, o]) => o.namespace === verdict.namespace && overlaps(pattern, c.host))
+      const holder = overlapping(c.host).find(([, o]) => o.namespace === verdict.namespace)
       lose({ ingress: c.ingress, namespace: c.namespace, host: c.host, owner: verdict.namespace, ownerHost: verdict.pattern, ownerIngress: holder?.[1].ingress, reason: "HostReserved" })
       continue
     }
-    const taken = [...owners].find(([pattern, o]) => o.namespace !== c.namespace && overlaps(pattern, c.host))
+    const taken = overlapping(c.host).find(([, o]) => o.namespace !== c.namespace)
     if (taken !== undefined) {
       lose({ ingress: c.ingress, namespace: c.namespace, host: c.host, owner: taken[1].namespace, ownerHost: taken[0], ownerIngress: taken[1].ingress, reason: "HostClaimed" })
       continue
     }
-    if (!owners.has(c.host)) owners.set(c.host, { namespace: c.namespace, ingress: c.ingress })
+    if (!owners.has(c.host)) {
+      owners.set(c.host, { namespace: c.namespace, ingress: c.ingress })
+      const dot = c.host.indexOf(".")
+      if (!c.host.startsWith("*.") && dot > 0) {
+        const parent = c.host.slice(dot + 1)
+        const list = concreteUnder.get(parent)
+        if (list === undefined) concreteUnder.set(parent, [c.host])
+        else list.push(c.host)
+      }
+    }
   }
   return { owners, losses, lost }
 }

@@ -49,14 +49,46 @@ export const reconciler = (address: Address, policy: () => IngressHosts.Policy =
   const allKeys = (informers: Informer.Informers) => informers.for(IngressRef).list().map(Informer.keyOf)
   // What was reported, per Ingress uid: an Event is recorded when the conflict first shows or changes.
   const reported = new Map<string, string>()
+  // The ownership decision, recomputed only after an Ingress, class or policy change (not per key).
+  let decided: { readonly policy: IngressHosts.Policy; readonly ownership: IngressHosts.Ownership } | undefined
+  const ownershipOf = (informers: Informer.Informers): IngressHosts.Ownership => {
+    const current = policy()
+    if (decided === undefined || decided.policy !== current) {
+      const classes = informers.for(IngressClassRef).list()
+      decided = { policy: current, ownership: IngressHosts.decide(informers.for(IngressRef).list().filter((i) => IngressRoutes.isServed(i, classes)), current) }
+    }
+    return decided.ownership
+  }
+  /** What of an Ingress decides ownership: its claims, its class, whether it is being deleted. */
+  const claimShape = (o: Record<string, unknown> | undefined) =>
+    o === undefined ? "" : JSON.stringify([IngressHosts.claimsOf(o), obj(o["spec"])["ingressClassName"], obj(obj(o["metadata"])["annotations"])[Ingress.LegacyClassAnnotation], obj(o["metadata"])["deletionTimestamp"] !== undefined])
+  /**
+   * The Ingresses whose standing a change of `changed` can alter: the ones that lost something
+   * (they may win now) and the ones claiming a host overlapping its claims (they may lose now).
+   */
+  const affected = (change: Informer.Change, informers: Informer.Informers): ReadonlyArray<string> => {
+    if (change.type === "MODIFIED" && claimShape(change.object) === claimShape(change.old)) return []
+    const before = decided?.ownership
+    decided = undefined
+    const hosts = [...IngressHosts.claimsOf(change.object), ...(change.old === undefined ? [] : IngressHosts.claimsOf(change.old))]
+    const keys = new Set(before === undefined ? [] : before.lost.keys())
+    for (const i of informers.for(IngressRef).list()) if (IngressHosts.claimsOf(i).some((h) => hosts.some((c) => IngressHosts.overlaps(h, c)))) keys.add(Informer.keyOf(i))
+    return [...keys]
+  }
   return {
     name: "ingress-status",
     primary: IngressRef,
     watches: [
       // A class change (a new default, a class deleted) can change which Ingresses are served.
-      { ref: IngressClassRef, keys: (_change, informers) => allKeys(informers) },
+      {
+        ref: IngressClassRef,
+        keys: (_change, informers) => {
+          decided = undefined
+          return allKeys(informers)
+        }
+      },
       // One Ingress's claims decide the others' (a deleted owner frees its host for the next).
-      { ref: IngressRef, keys: (_change, informers) => allKeys(informers) }
+      { ref: IngressRef, keys: affected }
     ],
     resync: { everyMs: resyncMs, keys: allKeys },
     workers: 1,
@@ -67,7 +99,7 @@ export const reconciler = (address: Address, policy: () => IngressHosts.Policy =
         if (ingress === undefined) return
         const classes = ctx.informers.for(IngressClassRef).list()
         const isServed = IngressRoutes.isServed(ingress, classes)
-        const ownership = IngressHosts.decide(ctx.informers.for(IngressRef).list().filter((i) => IngressRoutes.isServed(i, classes)), policy())
+        const ownership = ownershipOf(ctx.informers)
         const losses = isServed ? ownership.losses.filter((l) => l.ingress === key) : []
         const uid = String(obj(ingress["metadata"])["uid"] ?? key)
         const message = losses.map(IngressHosts.describeLoss).join("; ")
