@@ -820,6 +820,7 @@ export class ProcessDriver {
       if (podNetwork) await this.connect(rec, spec.podCidr!)
       // After connect: the pod's resolv.conf is bound from the box's data dir.
       if (rec.holder !== undefined) this.hideNode(rec)
+      if (podNetwork) this.openLowPorts(rec)
       await this.saveSandbox(rec)
     } catch (e) {
       this.sandboxes.delete(rec.id)
@@ -868,6 +869,18 @@ export class ProcessDriver {
     const uid = Confinement.allocateUid(used)
     if (uid === undefined) throw new Runtime.Unavailable({ message: `sandbox: every uid of ${Confinement.uidRange.first}-${Confinement.uidRange.last} is in use` })
     return uid
+  }
+
+  /**
+   * Let any uid of a pod with its own network namespace listen on ports below 1024 there, as
+   * containerd does (`net.ipv4.ip_unprivileged_port_start=0`): its processes are not root, and
+   * the namespace's ports are its own. Host-network pods keep the host's rule.
+   */
+  private openLowPorts(rec: SandboxRecord): void {
+    const r = spawnSync(this.tools.nsenter!, ["-t", String(rec.holder!.pid), "-n", "--", this.tools.sh, "-c", "echo 0 >/proc/sys/net/ipv4/ip_unprivileged_port_start"], {
+      encoding: "utf8"
+    })
+    if (r.status !== 0) throw new Runtime.Unavailable({ message: `sandbox: cannot open low ports in the pod's network: ${(r.stderr || r.error?.message || "failed").trim()}` })
   }
 
   /** Cover the node's directories in a new pod's mount namespace (NodeHiding.ts); a pod that cannot be hidden from them does not start. */

@@ -7,6 +7,7 @@
  */
 import type { Runtime } from "@koder/fleet-core"
 import { Chunk, Stream } from "effect"
+import { spawnSync } from "node:child_process"
 import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -40,7 +41,8 @@ describe("koder-fleet box: pod confinement (root, isolated)", () => {
   const volume = () => ({ hostPath: join(dir, "server", "agent", "pods", "p1", "vol"), containerPath: "/mnt/kbox-vol", readOnly: true })
 
   const start = async () => {
-    box = await startBox(["--data-dir", join(dir, "data"), "--socket", join(dir, "run", "box.sock"), "--hide", join(dir, "server")])
+    // A bridge of its own for its pod-network sandbox (other suites use the default one).
+    box = await startBox(["--data-dir", join(dir, "data"), "--socket", join(dir, "run", "box.sock"), "--hide", join(dir, "server"), "--bridge", "kbconf0"])
     c = await connect(box.socketPath)
   }
 
@@ -66,6 +68,8 @@ describe("koder-fleet box: pod confinement (root, isolated)", () => {
     if (c) for (const s of await c.run(c.rt.sandboxes.list()).catch(() => [])) await c.run(c.rt.sandboxes.remove(s.id)).catch(() => undefined)
     await c?.close()
     await box?.stop()
+    // The bridge outlives the box by design (pods keep their network); this suite's goes with it.
+    spawnSync("ip", ["link", "del", "kbconf0"])
     rmSync(dir, { recursive: true, force: true })
   })
 
@@ -154,6 +158,18 @@ describe("koder-fleet box: pod confinement (root, isolated)", () => {
     // Root too finds the node's directories covered (the socket's among them).
     expect(root.log).toContain("socket denied\n")
     expect(root.log).toContain("datadir denied\n")
+  })
+
+  it("lets a pod with its own network namespace listen on a port below 1024 without being root", async () => {
+    const podNet = await c.run(c.rt.sandboxes.create({ ...podSpec("confined-net"), network: "pod", podCidr: "10.231.7.0/24" }))
+    const server = "require('node:net').createServer().listen(80, () => console.log('listening on 80 as ' + process.getuid()))"
+    const id = await c.run(c.rt.containers.create({ sandboxId: podNet.id, name: "web", attempt: 0, command: [process.execPath, "-e", server], security: {} }))
+    await c.run(c.rt.containers.start(id))
+    const log = await eventually(async () => {
+      const text = await logOf(id)
+      return text.includes("listening on 80") ? text : undefined
+    }, 20_000, "the server on port 80")
+    expect(Number(/as (\d+)/.exec(log)?.[1])).toBeGreaterThanOrEqual(uidRange.first)
   })
 
   it("refuses runAsNonRoot as uid 0, and unknown capabilities, when the container is created", async () => {
