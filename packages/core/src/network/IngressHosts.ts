@@ -134,7 +134,9 @@ const policyVerdict = (policy: Policy, host: string, namespace: string): "own" |
   if (equal.length > 0) return equal.some((r) => r.namespace === namespace) ? "own" : equal[0]
   const other = policy.find((r) => overlaps(r.pattern, host) && r.namespace !== namespace)
   if (other !== undefined) return other
-  return policy.some((r) => overlaps(r.pattern, host)) ? "own" : undefined
+  // A host under a wildcard reserved for its own namespace is reserved too; a wildcard claim over
+  // a host reserved for its namespace is not (that would reserve the wildcard's other hosts).
+  return policy.some((r) => r.namespace === namespace && r.pattern.startsWith("*.") && overlaps(r.pattern, host)) ? "own" : undefined
 }
 
 const uid = (o: JsonObject) => str(meta(o)["uid"])

@@ -64,6 +64,7 @@ describe("IngressHosts.decide", () => {
     { name: "the policy beats age", ingresses: [ing("b", "early", ["shop.example.com"], { created: t0 }), ing("a", "shop", ["shop.example.com"], { created: t1 })], policy: [{ pattern: "shop.example.com", namespace: "a" }], lost: { "b/early": ["shop.example.com"] }, owners: { "shop.example.com": "a" } },
     { name: "a reserved wildcard covers its hosts", ingresses: [ing("b", "y", ["x.example.com"], { created: t0 })], policy: [{ pattern: "*.example.com", namespace: "a" }], lost: { "b/y": ["x.example.com"] }, owners: {} },
     { name: "the most specific reservation decides", ingresses: [ing("b", "y", ["x.example.com"], { created: t0 }), ing("a", "z", ["y.example.com"], { created: t1 })], policy: [{ pattern: "*.example.com", namespace: "a" }, { pattern: "x.example.com", namespace: "b" }], lost: {}, owners: { "x.example.com": "b", "y.example.com": "a" } },
+    { name: "reserving one host does not reserve a wildcard over it", ingresses: [ing("b", "y", ["y.example.com"], { created: t0 }), ing("a", "z", ["*.example.com"], { created: t1 })], policy: [{ pattern: "x.example.com", namespace: "a" }], lost: { "a/z": ["*.example.com"] }, owners: { "y.example.com": "b" } },
     { name: "a wildcard overlapping another namespace's reservation loses", ingresses: [ing("a", "z", ["*.example.com"], { created: t0 })], policy: [{ pattern: "x.example.com", namespace: "b" }], lost: { "a/z": ["*.example.com"] }, owners: {} }
   ]
   it.each(cases)("$name", (c) => {
