@@ -22,7 +22,7 @@ import { identity, type Transformer } from "../api/Transformer.js"
 import * as Status from "../model/Status.js"
 import * as PodSecurity from "../policy/PodSecurity.js"
 import type { StoreService } from "../store/Store.js"
-import { getObject, labels, listObjects, meta, obj } from "./internal/json.js"
+import { arr, getObject, labels, listObjects, meta, obj } from "./internal/json.js"
 
 /** The plugin's name. */
 export const name = "PodSecurity"
@@ -78,14 +78,18 @@ export const templateOf = (group: string, plural: string, object: unknown): PodS
 /** Whether a pod update can change what the checks see (kube's isSignificantPodUpdate: the spec is otherwise immutable). */
 export const significantPodUpdate = (pod: unknown, old: unknown): boolean => {
   const spec = (o: unknown) => obj(obj(o)?.["spec"]) ?? {}
-  const annotations = (o: unknown) => obj(meta(o)["annotations"]) ?? {}
-  const seccomp = (o: unknown) =>
-    JSON.stringify(Object.entries(annotations(o)).filter(([k]) => k.includes("seccomp.security.alpha.kubernetes.io") || k.startsWith("container.apparmor.security.beta.kubernetes.io/")))
-  const containers = (o: unknown, field: string) => JSON.stringify((Array.isArray(spec(o)[field]) ? (spec(o)[field] as Array<unknown>) : []).map((c) => [obj(c)?.["name"], obj(c)?.["image"]]))
+  // The seccomp and AppArmor annotations are the checked metadata.
+  const profiles = (o: unknown) =>
+    JSON.stringify(
+      Object.entries(obj(meta(o)["annotations"]) ?? {})
+        .filter(([k]) => k.includes("seccomp.security.alpha.kubernetes.io") || k.startsWith("container.apparmor.security.beta.kubernetes.io/"))
+        .sort(([a], [b]) => (a < b ? -1 : 1))
+    )
+  const images = (o: unknown, field: string) => JSON.stringify(arr(spec(o)[field]).map((c) => [obj(c)?.["name"], obj(c)?.["image"]]))
   return (
-    seccomp(pod) !== seccomp(old) ||
-    containers(pod, "containers") !== containers(old, "containers") ||
-    containers(pod, "initContainers") !== containers(old, "initContainers") ||
+    profiles(pod) !== profiles(old) ||
+    images(pod, "containers") !== images(old, "containers") ||
+    images(pod, "initContainers") !== images(old, "initContainers") ||
     JSON.stringify(spec(pod)["ephemeralContainers"] ?? []) !== JSON.stringify(spec(old)["ephemeralContainers"] ?? [])
   )
 }
