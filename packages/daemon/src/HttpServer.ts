@@ -4,6 +4,8 @@
  * backpressure on watch streams, client disconnects, and a graceful shutdown.
  *
  *   socket ─▶ limits (429) ─▶ read body ≤ 3 MiB (413) ─▶ handle ─(60 s, 504)─▶ JSON | stream
+ *   accept ─▶ ConnectionGuard (per-address cap; TLS + first request's headers within 10 s)
+ *   watch  ─▶ per-user count and WatchBudget (429) ─▶ WatchWriter (paced; stalled ones closed)
  *   shutdown: stop accepting ─▶ end watches ─▶ drain requests (bounded) ─▶ close sockets
  *
  * A client is known here only by its bearer token (a hash prefix, never the token) or its remote
