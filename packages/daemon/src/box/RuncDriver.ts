@@ -49,6 +49,7 @@ import { mkdir, rename, rm, writeFile } from "node:fs/promises"
 import { constants as osConstants } from "node:os"
 import { basename, dirname, join } from "node:path"
 import * as Cgroups from "./Cgroups.js"
+import * as EnvSeal from "./EnvSeal.js"
 import * as Confinement from "./Confinement.js"
 import * as ContainerLogs from "./ContainerLogs.js"
 import { ImageStore, toImages } from "./Images.js"
@@ -164,6 +165,17 @@ const writeAtomic = async (path: string, text: string) => {
   const tmp = `${path}.${randomBytes(4).toString("hex")}.tmp`
   await writeFile(tmp, text, { mode: 0o600 })
   await rename(tmp, path)
+}
+
+/** Drop `process.env` from an OCI config runc has read (nothing reads it again). */
+const scrubEnv = async (file: string) => {
+  try {
+    const config = JSON.parse(readFileSync(file, "utf8")) as { process?: { env?: ReadonlyArray<string> } }
+    if (config.process?.env === undefined) return
+    await writeAtomic(file, JSON.stringify({ ...config, process: { ...config.process, env: [] } }))
+  } catch {
+    // gone with its container
+  }
 }
 
 const readText = (path: string): string | undefined => {
@@ -319,6 +331,8 @@ export class RuncDriver {
   private readonly containers = new Map<string, Live>()
   private readonly bootId = Procfs.bootId()
   private readonly saving = new Map<string, Promise<void>>()
+  /** Seals containers' environments in their records (EnvSeal; the key in `runc/env.key`, 0600). */
+  private envSeal: EnvSeal.EnvSeal = EnvSeal.make(randomBytes(32))
   private readonly hostFiles: ReadonlyArray<string>
   private poller: NodeJS.Timeout | undefined
   private closed = false
@@ -371,6 +385,7 @@ export class RuncDriver {
   static open(options: Options): RuncDriver {
     const d = new RuncDriver(options)
     d.lock()
+    d.envSeal = EnvSeal.load(join(options.dataDir, "runc"))
     d.load()
     d.poller = setInterval(() => d.pollAll(), options.pollIntervalMs ?? 1000)
     d.poller.unref()
@@ -465,7 +480,10 @@ export class RuncDriver {
       if (text === undefined) continue
       let rec: ContainerRecord
       try {
-        rec = JSON.parse(text) as ContainerRecord
+        const opened = EnvSeal.fromDisk(JSON.parse(text) as ContainerRecord & { sealedEnv?: string }, this.envSeal)
+        rec = opened.rec
+        // Its environment is gone with the key: it cannot start as it was made.
+        if (!opened.ok && rec.status.state === "created") rec.status = this.lost(rec, "its environment could not be recovered (the box's key is gone)")
       } catch {
         continue
       }
@@ -511,7 +529,9 @@ export class RuncDriver {
 
   /** Persist a record: one write at a time per container, in call order, off the event loop. */
   private save(rec: ContainerRecord): Promise<void> {
-    const text = JSON.stringify(rec)
+    // The environment only sealed (Secret values never on disk in the clear).
+    const env = rec.spec.env
+    const text = JSON.stringify(EnvSeal.toDisk(rec, env === undefined || Object.keys(env).length === 0 ? undefined : this.envSeal.seal(env)))
     const path = join(this.containerDir(rec.id), "state.json")
     const next = (this.saving.get(rec.id) ?? Promise.resolve())
       .then(() => writeAtomic(path, text))
@@ -930,6 +950,8 @@ export class RuncDriver {
       }
       await sleep(i < 50 ? 2 : 20)
     }
+    // runc read the bundle's config at its start: its environment (Secret values) leaves the disk.
+    await scrubEnv(join(dir, "bundle", "config.json"))
   }
 
   async stopContainer(id: string, gracePeriodMs: number): Promise<Runtime.Container> {

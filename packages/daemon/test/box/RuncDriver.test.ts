@@ -229,7 +229,14 @@ describe("runc driver (root, real runc and busybox)", () => {
   })
 
   it("a second driver on the same data dir adopts the running container (once, same process, same log) and stops it", async () => {
-    const id = await started("survivor", "i=0; while :; do echo beat-$i; i=$((i+1)); sleep 0.1; done")
+    const secretEnv = `s3cr3t-${Math.random().toString(36).slice(2, 10)}`
+    const id = await started("survivor", "i=0; while :; do echo beat-$i; i=$((i+1)); sleep 0.1; done", { env: { SECRET_ENV: secretEnv } })
+    // Its record holds the environment only sealed (EnvSeal).
+    const record = readFileSync(join(dataDir, "runc", "containers", id, "state.json"), "utf8")
+    expect(record).toContain("kbox:env:aesgcm:v1:")
+    expect(record).not.toContain(secretEnv)
+    // runc's bundle config no longer holds it once the container runs.
+    expect(readFileSync(join(dataDir, "runc", "containers", id, "bundle", "config.json"), "utf8")).not.toContain(secretEnv)
     const short = await started("short", "echo ready; sleep 0.5; exit 5")
     const hog = await started("hog-away", "echo ready; sleep 0.5; x=0123456789abcdef; while :; do x=$x$x; done", {
       resources: { memoryBytes: 32 * 1024 * 1024 }
@@ -256,6 +263,8 @@ describe("runc driver (root, real runc and busybox)", () => {
     }, 10_000, "beats after adoption")
     expect(beats).toEqual(beats.map((_, i) => i))
     expect((await run(rt.containers.exec(id, { command: ["echo", "adopted"] }))).stdout).toBe("adopted\n")
+    // The adopting driver opened the sealed environment: an exec gets it.
+    expect((await run(rt.containers.exec(id, { command: ["sh", "-c", "echo $SECRET_ENV"] }))).stdout).toBe(`${secretEnv}\n`)
     const status = await run(rt.containers.stop(id, { gracePeriodMs: 200 }))
     expect(status).toMatchObject({ state: "exited", exitCode: 137 })
     expect(runcList().filter((c) => c.id === id)).toEqual([])
