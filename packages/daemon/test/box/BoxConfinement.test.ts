@@ -62,7 +62,7 @@ describe("koder-fleet box: pod confinement (root, isolated)", () => {
     }
     await start()
     sandbox = await c.run(c.rt.sandboxes.create(podSpec("confined")))
-  })
+  }, 120_000)
 
   afterAll(async () => {
     if (c) for (const s of await c.run(c.rt.sandboxes.list()).catch(() => [])) await c.run(c.rt.sandboxes.remove(s.id)).catch(() => undefined)
@@ -71,7 +71,7 @@ describe("koder-fleet box: pod confinement (root, isolated)", () => {
     // The bridge outlives the box by design (pods keep their network); this suite's goes with it.
     spawnSync("ip", ["link", "del", "kbconf0"])
     rmSync(dir, { recursive: true, force: true })
-  })
+  }, 60_000)
 
   const logOf = async (id: string) => Chunk.toArray(await c.run(Stream.runCollect(c.rt.containers.logs(id)))).map((l) => l.line).join("")
 
@@ -126,7 +126,8 @@ describe("koder-fleet box: pod confinement (root, isolated)", () => {
     await start()
     const after = await runProbe("after-restart", sandbox.id, { security: {} })
     expect(after.log).toContain(`uid ${uid} `)
-  })
+    // A restart of the box on a loaded machine takes a while: the test's own time, not the pods'.
+  }, 150_000)
 
   it("honours runAsUser, runAsGroup, supplementary groups and added capabilities", async () => {
     const { log } = await runProbe("asked", sandbox.id, {
