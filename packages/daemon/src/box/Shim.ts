@@ -28,8 +28,9 @@
  * Before the chain, the subshell enters the working directory (nsenter's `--wdns` in a pod's
  * namespaces) and checks that the command exists, through `/proc/<holder>/root` when the pod has
  * its own mount namespace, reporting failure on fd 5 (`start-error`) so that a wrong command is a
- * `StartError`, not an ordinary exit 127. A container that runs as another user instead ends its
- * chain with `setpriv` and **stage 2**, an `sh` that makes those checks as that user.
+ * `StartError`, not an ordinary exit 127. A confined container (another user, its own
+ * capabilities, no_new_privs: Confinement.ts) instead ends its chain with [`unshare --mount` for
+ * a read-only root,] `setpriv` and **stage 2**, an `sh` that makes those checks as that user.
  */
 import type * as Cgroups from "./Cgroups.js"
 import { setprivArgs } from "./Confinement.js"
@@ -195,8 +196,9 @@ export interface Workload {
 }
 
 /**
- * Does the native shim start this workload? It does unless the container runs as another user:
- * stage 2 then checks the command as that user.
+ * Does the native shim start this workload? It does unless the container is confined (another
+ * user, capabilities, no_new_privs, a read-only root): setpriv does that, and stage 2 then checks
+ * the command as that user.
  */
 export const nativeFits = (tools: Tools, workload: Pick<Workload, "ctx">): boolean => tools.native !== undefined && !confined(workload.ctx)
 
