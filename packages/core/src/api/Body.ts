@@ -55,7 +55,51 @@ export const maxBodyDepth = 500
 // laughs" bombs, which it reports by throwing).
 const maxAliasCount = 100
 
+/**
+ * The most lexer tokens a YAML body may have (about a third as many nodes). The `yaml` library
+ * spends about a kilobyte and many microseconds per node while parsing: a 3 MiB body of `[1,1,…]`
+ * took 1.3 GB and tens of seconds. A large manifest has a few thousand tokens; big string values
+ * are one token each. JSON bodies have no such limit (JSON.parse is cheap).
+ */
+export const maxYamlTokens = 100_000
+
+/**
+ * A first pass with the library's lexer, which is linear and keeps nothing: too many tokens, or
+ * flow collections and compact block collections (`- - - x`) nested too deep, are refused before
+ * the parser (whose cost grows with both) sees them. Stops at the first excess.
+ */
+const yamlShapeProblem = (text: string): string | undefined => {
+  let tokens = 0
+  let flow = 0
+  let onLine = 0
+  for (const source of new YAML.Lexer().lex(text)) {
+    if (++tokens > maxYamlTokens) return `the YAML body has more than ${maxYamlTokens} tokens`
+    switch (YAML.CST.tokenType(source)) {
+      case "flow-map-start":
+      case "flow-seq-start":
+        flow++
+        break
+      case "flow-map-end":
+      case "flow-seq-end":
+        flow = Math.max(0, flow - 1)
+        break
+      case "seq-item-ind":
+      case "explicit-key-ind":
+      case "map-value-ind":
+        onLine++
+        break
+      case "newline":
+        onLine = 0
+        break
+    }
+    if (flow + onLine > maxBodyDepth) return `the request body nests deeper than ${maxBodyDepth} levels`
+  }
+  return undefined
+}
+
 const parseYaml = (text: string): Either.Either<unknown, ApiError.ApiError> => {
+  const problem = yamlShapeProblem(text)
+  if (problem !== undefined) return Either.left(ApiError.badRequest(problem))
   try {
     const docs = YAML.parseAllDocuments(text)
     const list = Array.isArray(docs) ? docs : [docs]

@@ -149,7 +149,9 @@ describe("request bodies", () => {
 
   it.each<[string, string, string, RegExp]>([
     ["a YAML alias bomb", bomb, "application/yaml", /^error converting YAML to JSON: Excessive alias count/],
-    ["YAML nested 20,000 levels", `${"[".repeat(20_000)}${"]".repeat(20_000)}`, "application/yaml", /^(error converting YAML to JSON|the request body nests deeper than 500 levels)/],
+    ["YAML nested 20,000 levels", `${"[".repeat(20_000)}${"]".repeat(20_000)}`, "application/yaml", /^the request body nests deeper than 500 levels$/],
+    ["YAML of 150,000 tokens (a 300 KB flow list)", `metadata: {name: many}\ndata: [${"1,".repeat(150_000)}]`, "application/yaml", /^the YAML body has more than 100000 tokens$/],
+    ["compact YAML sequences nested 20,000 levels", `metadata: {name: deep}\ndata:\n  ${"- ".repeat(20_000)}x`, "application/yaml", /^the request body nests deeper than 500 levels$/],
     ["JSON nested 100,000 levels", `${"[".repeat(100_000)}${"]".repeat(100_000)}`, "application/json", /^the request body nests deeper than 500 levels$/],
     ["JSON nested 501 levels in a field", JSON.stringify({ metadata: { name: "n" }, data: nested(500) }), "application/json", /^the request body nests deeper than 500 levels$/]
   ])("%s is 400", async (_name, body, contentType, message) => {
@@ -158,6 +160,14 @@ describe("request bodies", () => {
     expect(r.status).toBe(400)
     expect(r.body).toMatchObject({ kind: "Status", reason: "BadRequest" })
     expect(r.body.message).toMatch(message)
+  })
+
+  it("a YAML ConfigMap of 5,000 keys (about 20,000 tokens) is accepted", async () => {
+    const call = await start()
+    const data = Array.from({ length: 5000 }, (_, i) => `  key${i}: value ${i}`).join("\n")
+    const r = await call("POST", "/api/v1/namespaces/a/configmaps", `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: keys\ndata:\n${data}\n`, "application/yaml")
+    expect(r.status).toBe(201)
+    expect(Object.keys(r.body.data)).toHaveLength(5000)
   })
 
   it("a YAML body with a few aliases is still accepted", async () => {
