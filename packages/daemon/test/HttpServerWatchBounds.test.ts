@@ -154,6 +154,31 @@ describe("HttpServer watch and connection bounds", () => {
     for (const w of [...stuck, next]) w.close()
   })
 
+  it("closes a running watch whose writes would take its user past the budget", async () => {
+    // A server of its own: a budget smaller than two watches' windows, and no stall closing.
+    const own = await Effect.runPromise(
+      Scope.extend(HttpServer.make({ host: "127.0.0.1", port: 0, tls: await Effect.runPromise(Tls.ensure({ dataDir: dir })), watchBudgetPerUser: 384 * KiB, watchStallTimeout: "5 minutes" }), scope)
+    )
+    own.serve(handle)
+    const open = (token: string) =>
+      new Promise<IncomingMessage>((resolve, reject) => {
+        const req = httpsRequest(
+          { host: "127.0.0.1", port: own.address.port, path: "/apis/x/v1/watch/things?user=erin&endless=1", servername: "localhost", ca, agent: false, headers: { authorization: `Bearer ${token}` } },
+          (res) => (res.pause(), resolve(res))
+        )
+        req.on("error", reject)
+        req.end()
+      })
+    const watches = await Promise.all([open("e1"), open("e2")])
+    expect(watches.map((r) => r.statusCode)).toEqual([200, 200])
+    // Each stops at 256 KiB unsent once the kernel's buffers are full: the second to get there
+    // takes erin past 384 KiB and is closed; the other stays open (it is her only one now).
+    await eventually(() => (own.inFlight().watches === 1 ? true : undefined), 20_000, "one of erin's watches to be closed")
+    await new Promise((r) => setTimeout(r, 1000))
+    expect(own.inFlight().watches).toBe(1)
+    for (const r of watches) r.destroy()
+  })
+
   it("closes connections past the per-address cap on accept, before any TLS", async () => {
     const outcomes = await Promise.all(
       Array.from(
