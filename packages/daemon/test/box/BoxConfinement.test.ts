@@ -156,9 +156,13 @@ describe("koder-fleet box: pod confinement (root, isolated)", () => {
     // root with the default set can (docs/box.md: root pods are trusted on the process driver).
     expect(dropped.log).toContain("hostview denied\n")
     expect(root.log).toContain("hostview ok\n")
-    // Root too finds the node's directories covered (the socket's among them).
+    // Root too (which the modes of the temporary directories would not stop) finds the node's
+    // directories covered: the socket's, the data dir, the hidden server dir, yet its volume there.
     expect(root.log).toContain("socket denied\n")
     expect(root.log).toContain("datadir denied\n")
+    expect(root.log).toContain("kubeconfig denied\n")
+    expect(root.log).toContain("volumehost denied\n")
+    expect(root.log).toContain("volume ok\n")
   })
 
   it("lets a pod with its own network namespace listen on a port below 1024 without being root", async () => {
