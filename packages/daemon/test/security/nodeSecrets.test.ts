@@ -163,6 +163,60 @@ describe("Secrets on the node", () => {
     await eventually(() => !existsSync(join(memoryDir, "pods", podUid)) || undefined, 60_000, "the pod's secret volumes to go")
   }, 180_000)
 
+  it("gives a pod that names no uid its Secret files as the uid the box runs it as", async () => {
+    const mark = `secrets-plain-${Math.random().toString(36).slice(2, 8)}`
+    const script = [`v=\${FLEET_VOLUME_CREDS:-${mnt}/plain}`, 'echo "file=$(cat "$v/password" | sha256sum | cut -d" " -f1)"', "while :; do sleep 1; done"].join("\n")
+    const created = await api("POST", "/api/v1/namespaces/default/pods", {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "plain" },
+      spec: {
+        terminationGracePeriodSeconds: 1,
+        containers: [{ name: "app", image: "busybox", command: ["sh", "-c", script, mark], volumeMounts: [{ name: "creds", mountPath: `${mnt}/plain` }] }],
+        volumes: [{ name: "creds", secret: { secretName: "creds" } }]
+      }
+    })
+    expect(created.status, created.text).toBe(201)
+    const podUid = created.json()["metadata"]["uid"] as string
+    const log = await eventually(
+      async () => {
+        const r = await api("GET", "/api/v1/namespaces/default/pods/plain/log")
+        return r.status === 200 && /file=\w+/.test(r.text) ? r.text : undefined
+      },
+      90_000,
+      "the pod's output"
+    )
+    expect(log).toContain(`file=${sha256(secret)}`)
+    // The workload's uid, as the host sees it, owns the file.
+    const processUid = await eventually(() => {
+      for (const pid of readdirSync("/proc").filter((n) => /^\d+$/.test(n))) {
+        try {
+          // The workload itself (`sh -c script mark`), not its shim, whose arguments carry it too.
+          const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")
+          if (!/(^|\/)sh$/.test(argv[0] ?? "") || !argv.includes(mark)) continue
+          return Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1])
+        } catch {
+          // gone meanwhile
+        }
+      }
+      return undefined
+    }, 30_000, "the pod's process")
+    const memoryDir = join("/dev/shm", `kfleet-${process.getuid?.() ?? 0}-${sha256(join(dir, "agent")).slice(0, 12)}`)
+    const file = join(memoryDir, "pods", podUid, "volumes", "kubernetes.io~secret", "creds", "password")
+    expect(statSync(file).uid).toBe(processUid)
+    expect(statSync(file).mode & 0o777).toBe(0o400)
+    expect((await api("DELETE", "/api/v1/namespaces/default/pods/plain?gracePeriodSeconds=0")).status).toBe(200)
+  }, 180_000)
+
+  it("says on the Node whether it enforces limits (as root: it does)", async () => {
+    const condition = await eventually(
+      async () => ((await api("GET", "/api/v1/nodes/secretsnode")).json()["status"]?.["conditions"] as Array<Json> | undefined)?.find((c) => c["type"] === "LimitsEnforced"),
+      60_000,
+      "the LimitsEnforced condition"
+    )
+    expect(condition["status"]).toBe(process.getuid?.() === 0 ? "True" : "False")
+  })
+
   it("keeps the store, its WAL, keys and tokens 0600 and the data dir 0700", () => {
     expect(statSync(dir).mode & 0o777).toBe(0o700)
     for (const name of ["state.db", "state.db-wal", "kubeconfig", "encryption-keys", "service-account.key", "tls/ca.key", "tls/server.key"]) {
