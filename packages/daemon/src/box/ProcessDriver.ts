@@ -1058,8 +1058,6 @@ export class ProcessDriver {
       if (a.includes("\0")) throw invalid("command, args, workingDir: no NUL characters")
     if (spec.user !== undefined && !this.info.capabilities.runAsUser)
       throw invalid("user: this box cannot switch users (capabilities.runAsUser is false)")
-    const confinement = this.confinementOf(spec)
-    if (Either.isLeft(confinement)) throw invalid(confinement.left)
     if (spec.stopSignal !== undefined && signalOf(spec.stopSignal) === undefined)
       throw invalid(`stopSignal: unknown signal ${spec.stopSignal}`)
     for (const c of this.containers.values()) {
@@ -1070,6 +1068,19 @@ export class ProcessDriver {
           id: c.rec.id,
           message: `container ${spec.name} attempt ${spec.attempt} exists as ${c.rec.id}`
         })
+    }
+    // A pod a box from before confinement made (and this one adopted) gets its uid and covers now.
+    // (Synchronous up to the claim below; the record is saved after it.)
+    const sb = this.sandboxes.get(spec.sandboxId)!
+    const upgraded = spec.security !== undefined && this.info.capabilities.runAsUser && (sb.uid === undefined || (sb.holder !== undefined && sb.hidden === undefined))
+    if (upgraded) {
+      sb.uid ??= this.allocateUid()
+      if (sb.holder !== undefined && sb.hidden === undefined && Procfs.isAlive(sb.holder.pid, sb.holder.startTime)) this.hideNode(sb)
+    }
+    const confinement = this.confinementOf(spec)
+    if (Either.isLeft(confinement)) {
+      if (upgraded) await this.saveSandbox(sb)
+      throw invalid(confinement.left)
     }
     const id = newId()
     const rec: ContainerRecord = {
@@ -1083,6 +1094,7 @@ export class ProcessDriver {
     }
     // Claimed before the first await, so a concurrent create of the same attempt sees it.
     this.track(rec)
+    if (upgraded) await this.saveSandbox(sb)
     mkdirSync(this.containerDir(rec.id), { recursive: true, mode: 0o700 })
     if (rec.runDir !== undefined) mkdirSync(rec.runDir, { recursive: true, mode: 0o700 })
     await this.save(rec)
