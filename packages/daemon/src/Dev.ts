@@ -162,6 +162,10 @@ const node = (config: Config, thread: Worker, lost: Deferred.Deferred<never, { r
       )
     )
     console.log(`koder-fleet dev: node ${node.nodeName} runs pods as processes (box ${node.box.name} ${node.box.version}, ${node.box.shim === undefined ? "" : `shim ${node.box.shim}, `}socket ${node.socketPath})`)
+    if (node.box.limitsEnforced === false)
+      console.log(
+        `koder-fleet dev: the box cannot enforce cpu and memory limits (no cgroups: not root, or --cgroups none); pods with limits ${config.allowUnenforcedLimits ? "run unenforced, each with a Warning Event" : "are refused (UnenforceableLimits; --allow-unenforced-limits runs them unenforced)"}`
+      )
   })
 
 /** `koder-fleet dev ...`: the exit code. */

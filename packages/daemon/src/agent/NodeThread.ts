@@ -57,7 +57,7 @@ export interface Running {
   readonly nodeName: string
   readonly socketPath: string
   /** The box's name and version, and how it starts containers (Box.shim). */
-  readonly box: { readonly name: string; readonly version: string; readonly shim: string | undefined }
+  readonly box: { readonly name: string; readonly version: string; readonly shim: string | undefined; readonly limitsEnforced?: boolean }
 }
 
 /** Stopping waits this long (by default) for the node to end its workloads before the thread is ended. */

@@ -76,7 +76,7 @@ const node = Effect.gen(function* () {
   yield* Effect.addFinalizer(() => running.agent.stopAll)
   const metrics = setInterval(() => post({ t: "metrics", families: MetricRegistry.global.snapshot() }), 1000)
   yield* Effect.addFinalizer(() => Effect.sync(() => clearInterval(metrics)))
-  post({ t: "ready", nodeName: running.nodeName, socketPath: box.socketPath, box: { name: box.info.name, version: box.info.version, shim: box.shim } })
+  post({ t: "ready", nodeName: running.nodeName, socketPath: box.socketPath, box: { name: box.info.name, version: box.info.version, shim: box.shim, limitsEnforced: box.info.capabilities.limits.cpu && box.info.capabilities.limits.memory } })
   yield* stopAsked
 })
 

@@ -52,7 +52,7 @@ describe("limits a node cannot enforce", () => {
         60_000,
         "the LimitsEnforced condition"
       )
-    return { api, event, condition }
+    return { api, event, condition, stdout: () => dev!.stdout() }
   }
 
   afterEach(async () => {
@@ -68,7 +68,9 @@ describe("limits a node cannot enforce", () => {
   }, 90_000)
 
   it("fails a pod with a memory limit: UnenforceableLimits, a Warning Event, LimitsEnforced=False", async () => {
-    const { api, event, condition } = await run([])
+    const { api, event, condition, stdout } = await run([])
+    // dev says so when it starts.
+    expect(stdout()).toContain("the box cannot enforce cpu and memory limits (no cgroups: not root, or --cgroups none); pods with limits are refused")
     const created = await api("POST", "/api/v1/namespaces/default/pods", hog)
     expect(created.status, created.text).toBe(201)
     const failed = await eventually(
@@ -87,7 +89,8 @@ describe("limits a node cannot enforce", () => {
   }, 180_000)
 
   it("runs it with --allow-unenforced-limits, saying so in a Warning Event and on the Node", async () => {
-    const { api, event, condition } = await run(["--allow-unenforced-limits"])
+    const { api, event, condition, stdout } = await run(["--allow-unenforced-limits"])
+    expect(stdout()).toContain("pods with limits run unenforced, each with a Warning Event")
     expect((await api("POST", "/api/v1/namespaces/default/pods", hog)).status).toBe(201)
     await eventually(async () => (await api("GET", "/api/v1/namespaces/default/pods/hog")).json()["status"]?.["phase"] === "Running" || undefined, 90_000, "the pod to run")
     const e = await event("LimitsNotEnforced")
