@@ -75,11 +75,14 @@ const sweep = () => {
   }
 }
 
+/** Where the memory directory of the agent whose data dir is `dataDir` is (made or not). */
+export const pathFor = (dataDir: string): string => join(shm, `${prefix}${createHash("sha256").update(dataDir).digest("hex").slice(0, 12)}`)
+
 /** The memory directory of the agent whose data dir is `dataDir`, or undefined when there can be none. */
 export const forAgent = (dataDir: string): string | undefined => {
   if (!existsSync(shm) || !onTmpfs(shm)) return undefined
   sweep()
-  const dir = privateDir(join(shm, `${prefix}${createHash("sha256").update(dataDir).digest("hex").slice(0, 12)}`))
+  const dir = privateDir(pathFor(dataDir))
   if (dir === undefined) return undefined
   try {
     if (readText(join(dir, "data-dir")) !== dataDir) writeFileSync(join(dir, "data-dir"), dataDir, { mode: 0o600 })

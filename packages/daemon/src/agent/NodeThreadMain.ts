@@ -14,6 +14,7 @@ import * as EventLoopScheduler from "../internal/EventLoopScheduler.js"
 import * as PortTransport from "../internal/PortTransport.js"
 import * as Logging from "../observability/Logging.js"
 import * as AgentProcess from "./AgentProcess.js"
+import * as MemoryDir from "./MemoryDir.js"
 import type { FromWorker, ToWorker, WorkerData } from "./NodeThread.js"
 
 // Name this thread (Linux): `top -H`, `ps -L` and the agent benchmark then tell it from the main
@@ -48,7 +49,7 @@ const stopAsked = Effect.async<void>((resume) => {
 })
 
 const node = Effect.gen(function* () {
-  const boxConfig = Box.parseFlags(["--data-dir", data.boxDir, "--socket", join(data.boxDir, "box.sock"), "--shim", data.shim, "--cgroups", data.cgroups ?? "auto", "--hide", dirname(data.boxDir), "--hide", data.agentDir])
+  const boxConfig = Box.parseFlags(["--data-dir", data.boxDir, "--socket", join(data.boxDir, "box.sock"), "--shim", data.shim, "--cgroups", data.cgroups ?? "auto", "--hide", dirname(data.boxDir), "--hide", data.agentDir, "--hide", MemoryDir.pathFor(data.agentDir)])
   if (typeof boxConfig === "string") return yield* Effect.fail({ message: boxConfig })
   const box = yield* Effect.acquireRelease(
     Effect.tryPromise({
