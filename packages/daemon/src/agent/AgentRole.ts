@@ -273,6 +273,11 @@ export const main = async (args: ReadonlyArray<string>): Promise<number> => {
       yield* ServiceProxy.make({ catalog, nodeAddress: config.nodePortAddress })
       if (dnsAddress !== undefined) console.log(`koder-fleet agent: DNS on ${dnsAddress.host}:${dnsAddress.port} (udp, tcp)`)
       console.log(`koder-fleet agent: node ${running.nodeName} registered with ${config.server}; running pods through ${config.boxSocket} (network ${config.network})`)
+      const limits = (yield* Effect.orElseSucceed(running.runtime.info, () => undefined))?.capabilities.limits
+      if (limits !== undefined && !(limits.cpu && limits.memory))
+        console.log(
+          `koder-fleet agent: the box cannot enforce cpu and memory limits (no cgroup controllers); pods with limits ${config.allowUnenforcedLimits ? "run unenforced, each with a Warning Event" : "are refused (UnenforceableLimits; --allow-unenforced-limits runs them unenforced)"}`
+        )
       const why = yield* stop
       // Containers keep running: the next agent adopts them.
       console.error(`koder-fleet agent: ${why}, stopping (containers keep running)`)
