@@ -140,8 +140,17 @@ export const conflict = (resource: GroupResource, name: string, detail: string =
   )
 }
 
+/** The most field errors an `Invalid` Status lists; the rest are counted in one more cause. */
+export const maxInvalidCauses = 100
+
 /** 422: `Pod "x" is invalid: spec.containers[0].image: Required value`, one cause per field error. */
-export const invalid = (kind: GroupKind, name: string, errors: ReadonlyArray<FieldError.FieldError>): Status => {
+export const invalid = (kind: GroupKind, name: string, all: ReadonlyArray<FieldError.FieldError>): Status => {
+  // A body of a million wrongly typed list items has a million errors: the answer names the
+  // first `maxInvalidCauses` and counts the rest, so it stays small whatever was sent.
+  const errors =
+    all.length <= maxInvalidCauses
+      ? all
+      : [...all.slice(0, maxInvalidCauses), { path: "", message: `and ${all.length - maxInvalidCauses} more errors` }]
   const k = kindParts(kind)
   const prefix = `${qualified(k)} ${JSON.stringify(name)} is invalid`
   const causes = errors.map((e) => ({ reason: FieldError.causeType(e.message), message: e.message, field: e.path }))

@@ -178,6 +178,27 @@ describe("request bodies", () => {
   })
 })
 
+describe("invalid bodies get a bounded answer at a bounded cost", () => {
+  it("a Pod with 500,000 wrongly typed args is 422 naming the first, at once", async () => {
+    const call = await start()
+    const started = performance.now()
+    const body = `{"metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"x","args":[${"1,".repeat(500_000)}1]}]}}`
+    const r = await call("POST", "/api/v1/namespaces/a/pods", body)
+    expect(r.status).toBe(422)
+    expect(r.body.message).toBe('Pod "p" is invalid: spec.containers[0].args[0]: Invalid value: 1: expected string')
+    // Collecting every error took gigabytes and half a minute; the deadline is loose for a loaded machine.
+    expect(performance.now() - started).toBeLessThan(20_000)
+  })
+
+  it("a Pod with 1,000 wrongly typed args lists the first 100 errors and counts the rest", async () => {
+    const call = await start()
+    const r = await call("POST", "/api/v1/namespaces/a/pods", `{"metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"x","args":[${"1,".repeat(999)}1]}]}}`)
+    expect(r.status).toBe(422)
+    expect(r.body.details.causes).toHaveLength(101)
+    expect(r.body.details.causes[100]).toMatchObject({ message: "and 900 more errors" })
+  })
+})
+
 describe("object size", () => {
   const mib = 1024 * 1024
   it.each<[string, number, string, unknown, string | undefined]>([
