@@ -815,7 +815,7 @@ export class ProcessDriver {
         else await this.cg.create(rec.id, spec.resources)
         this.podCgroups.add(rec.id)
       }
-      if (this.info.capabilities.runAsUser) rec.uid = this.allocateUid()
+      if (this.allocatesUids) rec.uid = this.allocateUid()
       if (this.isolated) rec.holder = await this.startHolder(rec.id, (spec.hostname ?? spec.name).slice(0, 63), podNetwork, steps)
       if (podNetwork) await this.connect(rec, spec.podCidr!)
       // After connect: the pod's resolv.conf is bound from the box's data dir.
@@ -1072,7 +1072,7 @@ export class ProcessDriver {
     // A pod a box from before confinement made (and this one adopted) gets its uid and covers now.
     // (Synchronous up to the claim below; the record is saved after it.)
     const sb = this.sandboxes.get(spec.sandboxId)!
-    const upgraded = spec.security !== undefined && this.info.capabilities.runAsUser && (sb.uid === undefined || (sb.holder !== undefined && sb.hidden === undefined))
+    const upgraded = spec.security !== undefined && this.allocatesUids && (sb.uid === undefined || (sb.holder !== undefined && sb.hidden === undefined))
     if (upgraded) {
       sb.uid ??= this.allocateUid()
       if (sb.holder !== undefined && sb.hidden === undefined && Procfs.isAlive(sb.holder.pid, sb.holder.startTime)) this.hideNode(sb)
@@ -1099,6 +1099,15 @@ export class ProcessDriver {
     if (rec.runDir !== undefined) mkdirSync(rec.runDir, { recursive: true, mode: 0o700 })
     await this.save(rec)
     return this.view(rec)
+  }
+
+  /**
+   * Whether pods get a uid of their own: only where they also get their own mount namespace. With
+   * `--isolation none` a pod sees the host's files as they are, so an allocated uid could not reach
+   * its volumes under the agent's private (0700) data dir; such a box runs trusted workloads only.
+   */
+  private get allocatesUids(): boolean {
+    return this.info.capabilities.runAsUser && this.isolated
   }
 
   /** How a container of this box runs (Confinement.ts): its pod's uid when it names none. */
