@@ -408,8 +408,10 @@ const commitUpdate = (q: Req, name: string, kv: KeyValue, old: JsonObject, next:
     if (Objects.sameObject(next, old)) return old
     const key = keyOf(r, q.route.namespace, name)
     if (finalized(r, next)) {
-      if (!dryRun) yield* q.ctx.store.delete(key, kv.modRevision).pipe(Effect.mapError(storeError(r, name)))
-      return next
+      // The answer is the object as it went: at the deletion's revision (a dry run: the current one),
+      // so a client comparing resourceVersions never sees one missing.
+      const revision = dryRun ? kv.modRevision : (yield* q.ctx.store.delete(key, kv.modRevision).pipe(Effect.mapError(storeError(r, name)))).revision
+      return Objects.withMeta(next, { ...Objects.meta(next), resourceVersion: String(revision) })
     }
     const admitted = yield* Admission.mutate(q.ctx.admission, admissionRequest(q, "UPDATE", next, old, dryRun))
     const invalid = [...r.strategy.validate(admitted), ...r.strategy.validateUpdate(admitted, old)]

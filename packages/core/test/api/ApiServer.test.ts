@@ -303,6 +303,8 @@ describe("API server: deletes", () => {
     const current = (await call("GET", "/api/v1/namespaces/default/configmaps/c")).body
     const released = await call("PUT", "/api/v1/namespaces/default/configmaps/c", { ...current, metadata: { ...current.metadata, finalizers: [] } })
     expect(released.status).toBe(200)
+    // The answer carries the deletion's revision (found by the API fuzz test: it had none).
+    expect(Number(released.body.metadata.resourceVersion)).toBeGreaterThan(Number(current.metadata.resourceVersion))
     expect((await call("GET", "/api/v1/namespaces/default/configmaps/c")).status).toBe(404)
 
     await call("POST", "/apis/apps/v1/namespaces/default/deployments", deployment("web"))
