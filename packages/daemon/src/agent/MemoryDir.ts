@@ -16,8 +16,9 @@
  * and these volumes stay in the pod's directory under the data dir (0700): docs/nodes.md says so.
  */
 import { createHash } from "node:crypto"
-import { existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { privateDirSync } from "../internal/files.js"
 
 const shm = "/dev/shm"
 const prefix = `kfleet-${process.getuid?.() ?? 0}-`
@@ -30,20 +31,6 @@ const readText = (path: string): string | undefined => {
   }
 }
 
-/** `dir`, made if missing, when it is a real directory of this user that nobody else can enter. */
-const privateDir = (dir: string): string | undefined => {
-  try {
-    mkdirSync(dir, { mode: 0o700 })
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== "EEXIST") return undefined
-  }
-  try {
-    const st = lstatSync(dir)
-    return st.isDirectory() && st.uid === (process.getuid?.() ?? st.uid) && (st.mode & 0o077) === 0 ? dir : undefined
-  } catch {
-    return undefined
-  }
-}
 
 /** Is `path` on a tmpfs (from /proc/self/mountinfo: the longest mount point containing it)? */
 export const onTmpfs = (path: string): boolean => {
@@ -68,7 +55,7 @@ const sweep = () => {
       if (!name.startsWith(prefix)) continue
       const dir = join(shm, name)
       const dataDir = readText(join(dir, "data-dir"))
-      if (dataDir !== undefined && dataDir !== "" && !existsSync(dataDir) && privateDir(dir) !== undefined) rmSync(dir, { recursive: true, force: true })
+      if (dataDir !== undefined && dataDir !== "" && !existsSync(dataDir) && privateDirSync(dir) !== undefined) rmSync(dir, { recursive: true, force: true })
     }
   } catch {
     // nothing to sweep
@@ -82,7 +69,7 @@ export const pathFor = (dataDir: string): string => join(shm, `${prefix}${create
 export const forAgent = (dataDir: string): string | undefined => {
   if (!existsSync(shm) || !onTmpfs(shm)) return undefined
   sweep()
-  const dir = privateDir(pathFor(dataDir))
+  const dir = privateDirSync(pathFor(dataDir))
   if (dir === undefined) return undefined
   try {
     if (readText(join(dir, "data-dir")) !== dataDir) writeFileSync(join(dir, "data-dir"), dataDir, { mode: 0o600 })

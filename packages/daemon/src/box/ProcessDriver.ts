@@ -36,6 +36,7 @@ import type { FSWatcher } from "node:fs"
 import { rename, unlink, writeFile } from "node:fs/promises"
 import { constants as osConstants } from "node:os"
 import { join } from "node:path"
+import { privateDirSync } from "../internal/files.js"
 import * as Cgroups from "./Cgroups.js"
 import * as Confinement from "./Confinement.js"
 import * as EnvSeal from "./EnvSeal.js"
@@ -158,23 +159,6 @@ const notFound = (kind: Runtime.ObjectKind, id: string) =>
   new Runtime.NotFound({ kind, id, message: `${kind} ${id} not found` })
 const invalid = (message: string) => new Runtime.Invalid({ message })
 
-/**
- * `dir`, made if missing, when it is a real directory of this user that nobody else can enter
- * (/dev/shm is everyone's: a name taken by another user is not ours); else undefined.
- */
-const privateDir = (dir: string): string | undefined => {
-  try {
-    mkdirSync(dir, { mode: 0o700 })
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== "EEXIST") return undefined
-  }
-  try {
-    const st = lstatSync(dir)
-    return st.isDirectory() && st.uid === (process.getuid?.() ?? st.uid) && (st.mode & 0o077) === 0 ? dir : undefined
-  } catch {
-    return undefined
-  }
-}
 
 /** Does this nsenter have `--wdns` (util-linux 2.38)? Without it, stage 2 enters working directories. */
 const nsenterEntersWorkingDirs = (nsenter: string | undefined): boolean =>
@@ -195,7 +179,7 @@ const runDirPrefix = `kbox-${process.getuid?.() ?? 0}-`
  * that has just removed many files is slow enough to be a large part of a pod start.
  */
 const runDirFor = (dataDir: string): string | undefined => {
-  const dir = privateDir(join("/dev/shm", `${runDirPrefix}${createHash("sha256").update(dataDir).digest("hex").slice(0, 12)}`))
+  const dir = privateDirSync(join("/dev/shm", `${runDirPrefix}${createHash("sha256").update(dataDir).digest("hex").slice(0, 12)}`))
   if (dir === undefined) return undefined
   try {
     // Which data dir it serves, so a box can tell an orphan (see sweepRunDirs).
@@ -217,7 +201,7 @@ const sweepRunDirs = () => {
       if (!name.startsWith(runDirPrefix)) continue
       const dir = join("/dev/shm", name)
       const dataDir = readText(join(dir, "data-dir"))
-      if (dataDir !== undefined && dataDir !== "" && !existsSync(dataDir) && privateDir(dir) !== undefined) rmSync(dir, { recursive: true, force: true })
+      if (dataDir !== undefined && dataDir !== "" && !existsSync(dataDir) && privateDirSync(dir) !== undefined) rmSync(dir, { recursive: true, force: true })
     }
   } catch {
     // no /dev/shm: nothing to sweep
@@ -226,7 +210,7 @@ const sweepRunDirs = () => {
 
 /** The run directory's launch directory, emptied of what a previous box left. */
 const launchDirIn = (runDir: string): string | undefined => {
-  const dir = privateDir(join(runDir, "launch"))
+  const dir = privateDirSync(join(runDir, "launch"))
   if (dir === undefined) return undefined
   try {
     for (const name of readdirSync(dir)) rmSync(join(dir, name), { force: true })

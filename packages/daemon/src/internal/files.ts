@@ -4,6 +4,7 @@
  * never readable by others even for a moment.
  */
 import { randomBytes } from "node:crypto"
+import { lstatSync, mkdirSync } from "node:fs"
 import { chmod, mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises"
 import { dirname } from "node:path"
 
@@ -44,5 +45,23 @@ export const readIfExists = async (path: string): Promise<string | undefined> =>
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined
     throw e
+  }
+}
+
+/**
+ * `dir`, made if missing, when it is a real directory of this user that nobody else can enter
+ * (/dev/shm is everyone's: a name taken by another user is not ours); else undefined.
+ */
+export const privateDirSync = (dir: string): string | undefined => {
+  try {
+    mkdirSync(dir, { mode: 0o700 })
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "EEXIST") return undefined
+  }
+  try {
+    const st = lstatSync(dir)
+    return st.isDirectory() && st.uid === (process.getuid?.() ?? st.uid) && (st.mode & 0o077) === 0 ? dir : undefined
+  } catch {
+    return undefined
   }
 }
