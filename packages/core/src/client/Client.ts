@@ -10,6 +10,7 @@ import * as Kinds from "../model/Kinds.js"
 import * as Status from "../model/Status.js"
 import * as ApiError from "../api/ApiError.js"
 import type { ApiRequest, ApiResponse } from "../api/Http.js"
+import * as Warnings from "./Warnings.js"
 
 /** A JSON object from the API. */
 export type JsonObject = Record<string, unknown>
@@ -24,6 +25,11 @@ export interface Config {
   readonly fetch?: typeof globalThis.fetch
   /** Instead of fetch: hand requests to an API handler in the same process (`InProcess.transport`). */
   readonly transport?: Transport
+  /**
+   * Called with the text of each `Warning: 299` the server answers (admission, deprecations,
+   * unknown fields), on successes and failures alike; kubectl prints them as `Warning: <text>`.
+   */
+  readonly onWarning?: (text: string) => void
 }
 
 /**
@@ -112,6 +118,12 @@ export const make = (config: Config) => {
     ...extra
   })
 
+  /** Hand a response's `Warning` header to `onWarning`, text by text. */
+  const warn = (value: string | null | undefined): void => {
+    if (config.onWarning === undefined || value === null || value === undefined) return
+    for (const text of Warnings.messages(value)) config.onWarning(text)
+  }
+
   const failure = (response: Response) =>
     Effect.flatMap(
       Effect.promise(() => response.text()),
@@ -151,8 +163,10 @@ export const make = (config: Config) => {
     transport !== undefined
       ? Effect.flatMap(
           send(transport, method, url, headers(body === undefined ? {} : { "content-type": contentType }), body === undefined ? undefined : encoder.encode(JSON.stringify(body))),
-          (response) =>
-            response.status >= 400 || response._tag !== "Json" ? transportFailure(response) : Effect.succeed(copy(response.body) as JsonObject)
+          (response) => {
+            warn(response.headers["warning"])
+            return response.status >= 400 || response._tag !== "Json" ? transportFailure(response) : Effect.succeed(copy(response.body) as JsonObject)
+          }
         )
       : requestByFetch(method, url, body, contentType)
 
@@ -168,6 +182,7 @@ export const make = (config: Config) => {
           }),
         catch: (e) => ApiError.of(Status.serviceUnavailable(`cannot reach ${config.server}: ${e instanceof Error ? e.message : String(e)}`))
       })
+      warn(response.headers.get("warning"))
       if (!response.ok) return yield* failure(response)
       return (yield* Effect.promise(() => response.json())) as JsonObject
     })
@@ -224,7 +239,10 @@ export const make = (config: Config) => {
       ? Stream.unwrap(
           Effect.flatMap(
             send(transport, "GET", `${path(ref, options.namespace)}${query({ ...options, watch: true, allowWatchBookmarks: true })}`, headers()),
-            (response) => (response.status >= 400 || response._tag !== "Stream" ? transportFailure(response) : Effect.succeed(decodeEvents(response.body)))
+            (response) => {
+              warn(response.headers["warning"])
+              return response.status >= 400 || response._tag !== "Stream" ? transportFailure(response) : Effect.succeed(decodeEvents(response.body))
+            }
           )
         )
       : watchOnceByFetch(ref, options)
@@ -239,6 +257,7 @@ export const make = (config: Config) => {
           try: () => doFetch(url, { headers: headers(), signal: controller.signal }),
           catch: (e) => ApiError.of(Status.serviceUnavailable(`watch failed: ${e instanceof Error ? e.message : String(e)}`))
         })
+        warn(response.headers.get("warning"))
         if (!response.ok || response.body === null) return yield* failure(response)
         return decodeEvents(
           Stream.fromReadableStream({
