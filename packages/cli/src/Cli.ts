@@ -27,7 +27,7 @@ export const env = (t: Run.Terminal = Run.terminal(), exit: (code: number) => vo
   act: async (command, f) => {
     let s: Run.Session
     try {
-      s = Run.session(command.optsWithGlobals() as Run.Globals)
+      s = Run.session(command.optsWithGlobals() as Run.Globals, t)
     } catch (e) {
       return exit(await Run.run(t, Effect.fail(e)))
     }

@@ -5,7 +5,7 @@
  * reached fails within `connectTimeoutMs` with the URL and the socket's own cause
  * (`connect ECONNREFUSED 127.0.0.1:9300`), never a bare "fetch failed".
  */
-import { ApiError, Client, Status } from "@koder/fleet-core"
+import { ApiError, Client, Status, Warnings } from "@koder/fleet-core"
 import { Effect } from "effect"
 import { Agent, fetch as undiciFetch } from "undici"
 import type { Target } from "./Kubeconfig.js"
@@ -66,8 +66,15 @@ export const failureOf = (response: Response): Effect.Effect<never, ApiError.Api
     }
   )
 
+/** Connection options. */
+export interface Options {
+  readonly connectTimeoutMs?: number
+  /** Each `Warning: 299` text the server answers, typed or raw request alike (see `Client.Config.onWarning`). */
+  readonly onWarning?: (text: string) => void
+}
+
 /** Connect to `target` (no request is made yet). */
-export const make = (target: Target, options: { readonly connectTimeoutMs?: number } = {}): Connection => {
+export const make = (target: Target, options: Options = {}): Connection => {
   const dispatcher = new Agent({
     connect: {
       ...(target.caPem === undefined ? {} : { ca: target.caPem }),
@@ -89,7 +96,8 @@ export const make = (target: Target, options: { readonly connectTimeoutMs?: numb
       throw new Error(causeOf(e))
     }
   }) as unknown as typeof globalThis.fetch
-  const client = Client.make({ server, fetch, ...(target.token === undefined ? {} : { token: target.token }) })
+  const onWarning = options.onWarning
+  const client = Client.make({ server, fetch, ...(target.token === undefined ? {} : { token: target.token }), ...(onWarning === undefined ? {} : { onWarning }) })
   const send = (method: string, path: string, o: RawOptions = {}) =>
     Effect.tryPromise({
       try: (signal) =>
@@ -104,7 +112,12 @@ export const make = (target: Target, options: { readonly connectTimeoutMs?: numb
           ...(o.body === undefined ? {} : { body: typeof o.body === "string" ? o.body : JSON.stringify(o.body) })
         }),
       catch: (e) => unreachable(server, e)
-    })
+    }).pipe(
+      // Raw requests (apply's create and patch among them) warn as the typed client does.
+      Effect.tap((response) => {
+        if (onWarning !== undefined) for (const text of Warnings.messages(response.headers.get("warning"))) onWarning(text)
+      })
+    )
   const json = (method: string, path: string, o: RawOptions = {}) =>
     Effect.flatMap(send(method, path, o), (response) =>
       response.ok ? Effect.promise(() => response.json() as Promise<JsonObject>) : failureOf(response)

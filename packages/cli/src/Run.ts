@@ -87,8 +87,21 @@ export interface Session {
   readonly resources: () => Effect.Effect<ReadonlyArray<Resources.ResourceInfo>, ApiError.ApiError>
 }
 
-/** Connect as the flags and the kubeconfig say. */
-export const session = (g: Globals): Session => {
+/**
+ * Prints each server warning once per command as kubectl does (`Warning: <text>` on stderr;
+ * repeats, e.g. the same deprecation for every object applied, are dropped).
+ */
+export const warningWriter = (t: Terminal): ((text: string) => void) => {
+  const seen = new Set<string>()
+  return (text) => {
+    if (seen.has(text)) return
+    seen.add(text)
+    t.err(`${t.yellow("Warning:")} ${text}\n`)
+  }
+}
+
+/** Connect as the flags and the kubeconfig say; server warnings go to `t`'s stderr. */
+export const session = (g: Globals, t?: Terminal): Session => {
   const config = Kubeconfig.load(g.kubeconfig)
   const target = Kubeconfig.resolve(config, {
     kubeconfig: g.kubeconfig,
@@ -98,7 +111,7 @@ export const session = (g: Globals): Session => {
     token: g.token,
     insecureSkipTlsVerify: g.insecureSkipTlsVerify
   })
-  const conn = Connection.make(target)
+  const conn = Connection.make(target, t === undefined ? {} : { onWarning: warningWriter(t) })
   let cached: ReadonlyArray<Resources.ResourceInfo> | undefined
   return {
     conn,
