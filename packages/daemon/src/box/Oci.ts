@@ -7,6 +7,7 @@
 import type { Runtime } from "@koder/fleet-core"
 import * as Confinement from "./Confinement.js"
 import { defaultPath } from "./Tools.js"
+import type { IdMapping } from "./UserNamespace.js"
 
 /** The PATH a container gets when its env has none (Docker's default; the box's tool search path too). */
 export { defaultPath }
@@ -76,6 +77,8 @@ export interface Spec {
     readonly namespaces: ReadonlyArray<{ readonly type: string; readonly path?: string }>
     readonly maskedPaths: ReadonlyArray<string>
     readonly readonlyPaths: ReadonlyArray<string>
+    readonly uidMappings?: ReadonlyArray<IdMapping>
+    readonly gidMappings?: ReadonlyArray<IdMapping>
   }
 }
 
@@ -96,6 +99,8 @@ export interface Input {
   readonly hostFiles?: ReadonlyArray<string>
   /** Who the process runs as and what it may do (Confinement.decide); absent: root with Docker's capabilities. */
   readonly confinement?: Confinement.Confinement | undefined
+  /** The pod's user namespace to join (`/proc/<pod holder>/ns/user`) and its mappings (UserNamespace.mappings). */
+  readonly userns?: { readonly path: string; readonly mappings: ReadonlyArray<IdMapping> } | undefined
 }
 
 /** `KEY=VALUE` list from a map, PATH defaulted. */
@@ -174,13 +179,20 @@ export const config = (input: Input): Spec => {
     },
     { destination: "/dev/shm", type: "tmpfs", source: "shm", options: ["nosuid", "noexec", "nodev", "mode=1777", "size=65536k"] },
     { destination: "/dev/mqueue", type: "mqueue", source: "mqueue", options: ["nosuid", "noexec", "nodev"] },
-    { destination: "/sys", type: "sysfs", source: "sysfs", options: ["nosuid", "noexec", "nodev", "ro"] },
-    { destination: "/sys/fs/cgroup", type: "cgroup", source: "cgroup", options: ["nosuid", "noexec", "nodev", "relatime", "ro"] }
+    ...(input.userns === undefined
+      ? [
+          { destination: "/sys", type: "sysfs", source: "sysfs", options: ["nosuid", "noexec", "nodev", "ro"] },
+          { destination: "/sys/fs/cgroup", type: "cgroup", source: "cgroup", options: ["nosuid", "noexec", "nodev", "relatime", "ro"] }
+        ]
+      : // sysfs can be mounted only from a user namespace owning the network namespace; the
+        // container has the host's: the host's /sys, read-only (what rootless runtimes do).
+        [{ destination: "/sys", type: "bind", source: "/sys", options: ["rbind", "nosuid", "noexec", "nodev", "ro"] }])
   ]
   for (const f of input.hostFiles ?? []) mounts.push({ destination: f, type: "bind", source: f, options: ["rbind", "ro"] })
   for (const m of spec.mounts ?? [])
     mounts.push({ destination: m.containerPath, type: "bind", source: m.hostPath, options: ["rbind", m.readOnly === true ? "ro" : "rw"] })
   const namespaces: Array<{ type: string; path?: string }> = [
+    ...(input.userns === undefined ? [] : [{ type: "user", path: input.userns.path }]),
     { type: "pid" },
     { type: "mount" },
     input.join?.ipc === undefined ? { type: "ipc" } : { type: "ipc", path: input.join.ipc },
@@ -199,7 +211,9 @@ export const config = (input: Input): Spec => {
       // No network namespace: host networking (capabilities.podNetwork is false).
       namespaces,
       maskedPaths,
-      readonlyPaths
+      readonlyPaths,
+      // runc wants the mappings even when it joins the namespace (it checks ids against them).
+      ...(input.userns === undefined ? {} : { uidMappings: input.userns.mappings, gidMappings: input.userns.mappings })
     }
   }
 }

@@ -37,6 +37,7 @@ import {
   mkdirSync,
   readFileSync,
   readdirSync,
+  readlinkSync,
   renameSync,
   rmSync,
   rmdirSync,
@@ -56,6 +57,7 @@ import { ImageStore, toImages } from "./Images.js"
 import * as Oci from "./Oci.js"
 import * as Procfs from "./Procfs.js"
 import { which } from "./Tools.js"
+import * as UserNamespace from "./UserNamespace.js"
 
 /** How the driver is set up. */
 export interface Options {
@@ -67,12 +69,16 @@ export interface Options {
   readonly pollIntervalMs?: number
   /** `auto` (default): an overlay mount per container when the kernel has overlayfs, else a copy. */
   readonly rootfs?: "auto" | "copy"
+  /** `auto` (default): a user namespace per pod where the kernel allows one (UserNamespace.probe); `off`: none. */
+  readonly userns?: "auto" | "off"
 }
 
 /** What `open` returns: the Runtime service, the driver's identity, and how to let go of it. */
 export interface Handle {
   readonly runtime: Runtime.RuntimeService
   readonly info: Runtime.Info
+  /** Whether pods get user namespaces, and why not. */
+  readonly userns: UserNamespace.Probe
   /** Stop watching; containers keep running for the next box to adopt. */
   readonly close: () => void
 }
@@ -98,7 +104,16 @@ echo "$$" >"$d/shim"
 echo "$?" >"$d/exit"
 `
 
-/** A pod's holder: `unshare --uts --ipc -- sh -c HOLDER kbox-holder HOSTNAME SLEEP`. */
+/**
+ * A pod's holder: `unshare --uts --ipc -- sh -c HOLDER kbox-holder HOSTNAME SLEEP`; with a user
+ * namespace (`unshare --user --uts --ipc`) it first waits for a line on stdin: the box writes it
+ * once it has written the namespace's id maps (only a process outside may write them).
+ */
+const holderUsernsScript = `read -r _ || exit 1
+echo "$1" >/proc/sys/kernel/hostname || exit 1
+exec "$2" 2147483647 </dev/null
+`
+
 const holderScript = `echo "$1" >/proc/sys/kernel/hostname || exit 1
 exec "$2" 2147483647
 `
@@ -117,6 +132,8 @@ interface SandboxRecord {
   holder?: ProcessId
   /** The uid its containers run as when they name none (Confinement.uidRange). */
   uid?: number
+  /** The first host id of its user namespace's range (UserNamespace); absent: no user namespace. */
+  ids?: number
 }
 
 interface ContainerRecord {
@@ -129,6 +146,11 @@ interface ContainerRecord {
   status: Runtime.ContainerStatus
   /** How its root filesystem was made (at start): an overlay mount to undo, or a plain copy. */
   rootfs?: "overlay" | "copy"
+  /**
+   * In a user namespace: where the rootfs copy is bind-mounted for runc (under /run, which the
+   * pod's root may traverse: the data dir need not be), to unmount and remove when it ends.
+   */
+  root?: string
   shim?: ProcessId
   /** The container's init process (host pid). */
   init?: ProcessId
@@ -259,6 +281,24 @@ const spawned = (child: ChildProcess) =>
     child.once("error", reject)
   })
 
+/** A symlink's target (/proc/PID/ns/*), undefined when it cannot be read. */
+const readlinkOr = (path: string): string | undefined => {
+  try {
+    return readlinkSync(path)
+  } catch {
+    return undefined
+  }
+}
+
+/** Remove an empty directory; anything else (a mount still there, gone already) is left. */
+const rmdirQuiet = (path: string) => {
+  try {
+    rmdirSync(path)
+  } catch {
+    // not empty or still mounted: left in place
+  }
+}
+
 /** Mount points (decoded) from /proc/self/mountinfo. */
 const mountPoints = (): Set<string> => {
   const out = new Set<string>()
@@ -326,6 +366,10 @@ export class RuncDriver {
   private readonly cgroupBase: string
   private readonly swapLimit: boolean
   private overlay: boolean
+  /** Whether pods get user namespaces (probed once at open). */
+  readonly userns: UserNamespace.Probe
+  /** Where user-namespaced containers' rootfs are bind-mounted (`/run/kbox-<hash of the data dir>`, 0711). */
+  private readonly rootsDir: string
   private readonly rotation: ContainerLogs.Rotation
   private readonly sandboxes = new Map<string, SandboxRecord>()
   private readonly containers = new Map<string, Live>()
@@ -360,6 +404,13 @@ export class RuncDriver {
     this.swapLimit = this.cg.version === "v2" || (this.cg.version === "v1" && memswAccounting())
     this.overlay = options.rootfs !== "copy" && /\toverlay\n/.test(readText("/proc/filesystems") ?? "")
     this.rotation = options.logRotation ?? { maxBytes: 10 * 1024 * 1024, maxFiles: 2 }
+    this.rootsDir = join("/run", `kbox-${createHash("sha256").update(options.dataDir).digest("hex").slice(0, 12)}`)
+    this.userns =
+      options.userns === "off"
+        ? { enabled: false, reason: "turned off (userns: off)" }
+        : !existsSync("/run")
+          ? { enabled: false, reason: "there is no /run to mount the pods' root filesystems under" }
+          : UserNamespace.probe(this.tools.unshare)
     this.hostFiles = ["/etc/resolv.conf", "/etc/hosts"].filter((f) => existsSync(f))
     this.images = ImageStore.open(options.dataDir)
     this.info = {
@@ -677,14 +728,16 @@ export class RuncDriver {
   }
 
   /** The container's root filesystem: an overlay on the image (or a copy of it). */
-  private async prepareRootfs(rec: ContainerRecord): Promise<"overlay" | "copy"> {
+  private async prepareRootfs(rec: ContainerRecord, ids: number | undefined): Promise<"overlay" | "copy"> {
     const dir = this.containerDir(rec.id)
     const rootfs = join(dir, "bundle", "rootfs")
     await mkdir(rootfs, { recursive: true, mode: 0o755 })
     const lower = rec.image.rootfs
     if (!existsSync(lower)) throw invalid(`image ${rec.image.digest}: its rootfs is gone from ${lower}`)
-    // overlayfs options are comma- and colon-separated: such paths cannot be said there.
-    if (this.overlay && !/[,:\\]/.test(lower + dir)) {
+    // overlayfs options are comma- and colon-separated: such paths cannot be said there. In a user
+    // namespace the files must belong to the pod's range: a copy, its owners shifted (an overlay
+    // would copy every file up to chown it anyway; runc 1.1 has no idmapped mounts).
+    if (ids === undefined && this.overlay && !/[,:\\]/.test(lower + dir)) {
       await mkdir(join(dir, "upper"), { recursive: true, mode: 0o755 })
       await mkdir(join(dir, "work"), { recursive: true, mode: 0o700 })
       const r = await run("mount", [
@@ -701,14 +754,34 @@ export class RuncDriver {
     }
     const r = await run("cp", ["-a", `${lower}/.`, rootfs])
     if (r.code !== 0) throw unavailable(`copying the image's rootfs: ${r.stderr.trim()}`)
+    if (ids !== undefined) await UserNamespace.shiftTree(rootfs, ids)
     return "copy"
   }
 
+  /**
+   * Bind-mount a user-namespaced container's rootfs under /run: runc's init resolves the rootfs
+   * path as the pod's root, an unprivileged host id, which cannot pass the data dir's 0700 parents.
+   */
+  private async mountRoot(rec: ContainerRecord): Promise<string> {
+    await mkdir(this.rootsDir, { recursive: true, mode: 0o711 })
+    const target = join(this.rootsDir, rec.id)
+    await mkdir(target, { recursive: true, mode: 0o700 })
+    rec.root = target
+    const r = await run("mount", ["--bind", join(this.containerDir(rec.id), "bundle", "rootfs"), target])
+    if (r.code !== 0) throw unavailable(`mounting the rootfs at ${target}: ${r.stderr.trim()}`)
+    return target
+  }
+
   private async unmountRootfs(rec: ContainerRecord): Promise<void> {
-    if (rec.rootfs !== "overlay") return
-    const target = join(this.containerDir(rec.id), "bundle", "rootfs")
-    if (!mountPoints().has(target)) return
-    if ((await run("umount", [target])).code !== 0) await run("umount", ["-l", target])
+    const targets = [
+      ...(rec.root === undefined ? [] : [rec.root]),
+      ...(rec.rootfs === "overlay" ? [join(this.containerDir(rec.id), "bundle", "rootfs")] : [])
+    ]
+    for (const target of targets) {
+      if (mountPoints().has(target) && (await run("umount", [target])).code !== 0) await run("umount", ["-l", target])
+      // The bind's mount point under /run: empty once unmounted (rmdir never deletes through a mount).
+      if (target === rec.root) rmdirQuiet(target)
+    }
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -732,12 +805,20 @@ export class RuncDriver {
     const used = new Set([...this.sandboxes.values()].flatMap((s) => (s.uid === undefined ? [] : [s.uid])))
     const uid = Confinement.allocateUid(used)
     if (uid === undefined) throw unavailable(`sandbox: every uid of ${Confinement.uidRange.first}-${Confinement.uidRange.last} is in use`)
-    const rec: SandboxRecord = { id: newId(), spec, createdAt: now(), bootId: this.bootId, uid }
+    let ids: number | undefined
+    if (this.userns.enabled) {
+      ids = UserNamespace.allocateRange(new Set([...this.sandboxes.values()].flatMap((s) => (s.ids === undefined ? [] : [s.ids]))))
+      if (ids === undefined) throw unavailable("sandbox: every user namespace id range is in use")
+    }
+    const rec: SandboxRecord = { id: newId(), spec, createdAt: now(), bootId: this.bootId, uid, ...(ids === undefined ? {} : { ids }) }
     // Claimed before the first await, so a concurrent create for the same pod sees it.
     this.sandboxes.set(rec.id, rec)
     try {
       if (this.cg.version !== "none") await this.cg.create(rec.id, spec.resources)
-      rec.holder = await this.startHolder((spec.hostname ?? spec.name).slice(0, 63))
+      rec.holder = await this.startHolder(
+        (spec.hostname ?? spec.name).slice(0, 63),
+        ids === undefined ? undefined : UserNamespace.mapText(UserNamespace.mappings(ids, uid))
+      )
       writeJson(this.sandboxFile(rec.id), rec)
     } catch (e) {
       this.sandboxes.delete(rec.id)
@@ -749,16 +830,26 @@ export class RuncDriver {
   }
 
   /** The pod's holder: new UTS and IPC namespaces, the hostname set, then `sleep` (nobody's child). */
-  private async startHolder(hostname: string): Promise<ProcessId> {
-    const child = spawn(this.tools.unshare, ["--uts", "--ipc", "--", this.tools.sh, "-c", holderScript, "kbox-holder", hostname, this.tools.sleep], {
-      detached: true,
-      stdio: "ignore",
-      cwd: "/",
-      env: {}
-    })
+  private async startHolder(hostname: string, idMap: string | undefined): Promise<ProcessId> {
+    const script = idMap === undefined ? holderScript : holderUsernsScript
+    const child = spawn(
+      this.tools.unshare,
+      [...(idMap === undefined ? [] : ["--user"]), "--uts", "--ipc", "--", this.tools.sh, "-c", script, "kbox-holder", hostname, this.tools.sleep],
+      { detached: true, stdio: [idMap === undefined ? "ignore" : "pipe", "ignore", "ignore"], cwd: "/", env: {} }
+    )
     await spawned(child)
     child.unref()
     const holder = processId(child.pid)
+    if (idMap !== undefined && holder !== undefined)
+      try {
+        await this.mapHolder(holder, idMap)
+        child.stdin!.end("\n")
+      } catch (e) {
+        killPid(holder, "SIGKILL")
+        throw e
+      } finally {
+        child.stdin!.destroy()
+      }
     // Ready once it became `sleep`: the hostname is set by then.
     for (let i = 0; i < 1000 && holder !== undefined && alive(holder); i++) {
       if (Procfs.cmdline(holder.pid)[0] === this.tools.sleep) return holder
@@ -766,6 +857,21 @@ export class RuncDriver {
     }
     killPid(holder, "SIGKILL")
     throw unavailable("sandbox: the namespace holder did not start")
+  }
+
+  /** Write a new holder's uid and gid maps, once `unshare` made its user namespace (it differs from ours). */
+  private async mapHolder(holder: ProcessId, idMap: string): Promise<void> {
+    const ours = readlinkOr("/proc/self/ns/user")
+    for (let i = 0; i < 1000 && alive(holder); i++) {
+      const theirs = readlinkOr(`/proc/${holder.pid}/ns/user`)
+      if (theirs !== undefined && theirs !== ours) {
+        await writeFile(`/proc/${holder.pid}/uid_map`, idMap)
+        await writeFile(`/proc/${holder.pid}/gid_map`, idMap)
+        return
+      }
+      await sleep(i < 20 ? 1 : 5)
+    }
+    throw unavailable("sandbox: the namespace holder made no user namespace")
   }
 
   getSandbox(id: string): Runtime.Sandbox {
@@ -895,12 +1001,16 @@ export class RuncDriver {
     if (!this.ready(sb)) throw invalid(`sandbox ${sb.id} is not ready: its namespaces are gone`)
     const dir = this.containerDir(rec.id)
     try {
-      rec.rootfs = await this.prepareRootfs(rec)
+      rec.rootfs = await this.prepareRootfs(rec, sb.ids)
+      if (sb.ids !== undefined) rec.root = await this.mountRoot(rec)
       // The pod's cgroup again: a closing box may have released it while it was empty.
       if (this.cg.version !== "none") await this.cg.create(sb.id, sb.spec.resources)
       const config = Oci.config({
         spec,
-        rootfs: join(dir, "bundle", "rootfs"),
+        rootfs: rec.root ?? join(dir, "bundle", "rootfs"),
+        ...(sb.ids === undefined
+          ? {}
+          : { userns: { path: `/proc/${sb.holder!.pid}/ns/user`, mappings: UserNamespace.mappings(sb.ids, sb.uid) } }),
         join: { uts: `/proc/${sb.holder!.pid}/ns/uts`, ipc: `/proc/${sb.holder!.pid}/ns/ipc` },
         cgroupsPath: join(this.cgroupBase, sb.id, rec.id),
         swapLimit: this.swapLimit,
@@ -1221,5 +1331,6 @@ export const toRuntime = (d: RuncDriver): Runtime.RuntimeService => ({
 /** Open the runc driver on a data dir (lock, load, re-adopt) as a Runtime service. */
 export const open = (options: Options): Handle => {
   const driver = RuncDriver.open(options)
-  return { runtime: toRuntime(driver), info: driver.info, close: () => driver.close() }
+  if (!driver.userns.enabled) console.warn(`koder-fleet box: runc pods get no user namespace: ${driver.userns.reason}`)
+  return { runtime: toRuntime(driver), info: driver.info, userns: driver.userns, close: () => driver.close() }
 }

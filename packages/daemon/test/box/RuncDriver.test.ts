@@ -212,6 +212,67 @@ describe("runc driver (root, real runc and busybox)", () => {
     expect(readFileSync(join(shared, "out.txt"), "utf8")).toBe("written\n")
   })
 
+  it("runs each pod in a user namespace of its own: root is an unprivileged host id, two pods' ranges are disjoint", async () => {
+    expect(handle.userns, "this kernel allows user namespaces: the probe must say so").toEqual({ enabled: true })
+    /** A container's uid_map lines and the host uid of its init (from /proc/<pid>/status). */
+    const mapped = async (sandboxId: string, name: string, extra: Partial<Runtime.ContainerSpec> = {}) => {
+      const mark = marker(name)
+      marks.push(mark)
+      const id = await run(
+        rt.containers.create({ sandboxId, name, attempt: 0, image: "busybox:test", command: ["sh", "-c", "sleep 30", mark], ...extra })
+      )
+      await run(rt.containers.start(id))
+      const pid = await eventually(async () => (await run(rt.containers.inspect(id))).status.pid, 10_000, `${name}'s pid`)
+      const map = (await run(rt.containers.exec(id, { command: ["cat", "/proc/self/uid_map"] }))).stdout
+      const rows = map.trim().split("\n").map((l) => l.trim().split(/\s+/).map(Number) as [number, number, number])
+      const hostUid = Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1])
+      return { id, rows, hostUid }
+    }
+    // A request without security runs as root in the container: an unprivileged id on the host.
+    const a = await mapped(sandbox.id, "userns-root")
+    expect(a.rows).not.toContainEqual([0, 0, 4294967295])
+    const [zero, first, size] = a.rows[0]!
+    expect(zero).toBe(0)
+    expect(size).toBe(65536)
+    expect(first).toBeGreaterThanOrEqual(1_000_000)
+    expect(a.hostUid).toBe(first)
+    // The pod's range is recorded with it (a restarted box keeps it).
+    expect(JSON.parse(readFileSync(join(dataDir, "runc", "sandboxes", `${sandbox.id}.json`), "utf8"))).toMatchObject({ ids: first })
+    // Its root owns the image's files (the rootfs copy is shifted), but not the host's.
+    const owned = mkdtempSync(join(dir, "root-owned-"))
+    chmodSync(owned, 0o755)
+    const r = await run(
+      rt.containers.exec(a.id, { command: ["sh", "-c", "echo ok >/etc/written && cat /etc/written; id -u; ls -ldn /"] })
+    )
+    expect(r.exitCode).toBe(0)
+    expect(r.stdout).toMatch(/^ok\n0\ndrwx\S+\s+\d+\s+0\s+0\s/)
+    const hostRoot = await mapped(sandbox.id, "userns-host", { mounts: [{ hostPath: owned, containerPath: "/host" }] })
+    const denied = await run(rt.containers.exec(hostRoot.id, { command: ["sh", "-c", "touch /host/x 2>&1 || echo denied"] }))
+    expect(denied.stdout).toContain("denied")
+    expect(existsSync(join(owned, "x"))).toBe(false)
+    // A confined container runs as the pod's uid, mapped to itself: the volumes the agent gives
+    // that uid (0700) stay its own.
+    const vol = mkdtempSync(join(dir, "pod-volume-"))
+    writeFileSync(join(vol, "secret"), "s3cret\n", { mode: 0o600 })
+    spawnSync("chown", ["-R", `${sandbox.uid}:${sandbox.uid}`, vol])
+    const confined = await mapped(sandbox.id, "userns-pod", { security: {}, mounts: [{ hostPath: vol, containerPath: "/vol" }] })
+    expect(confined.hostUid).toBe(sandbox.uid)
+    expect(confined.rows).toContainEqual([sandbox.uid, sandbox.uid, 1])
+    const read = await run(rt.containers.exec(confined.id, { command: ["sh", "-c", "id -u; cat /vol/secret; echo new >/vol/new && echo wrote"] }))
+    expect(read.stdout).toBe(`${sandbox.uid}\ns3cret\nwrote\n`)
+    // A second pod gets another range: no host id in common.
+    const other = await run(rt.sandboxes.create(podSpec("userns-other")))
+    try {
+      const b = await mapped(other.id, "userns-b")
+      const [, second] = b.rows[0]!
+      expect(b.hostUid).toBe(second)
+      expect(second >= first + 65536 || second + 65536 <= first, `${first} and ${second} overlap`).toBe(true)
+      for (const c of [a, hostRoot, confined]) await run(rt.containers.remove(c.id))
+    } finally {
+      await run(rt.sandboxes.remove(other.id))
+    }
+  })
+
   it("refuses what it cannot run: unknown image or pinned digest, a second (name, attempt), a start twice", async () => {
     const base = { sandboxId: sandbox.id, attempt: 0, command: ["true"] }
     expect(await fail(rt.containers.create({ ...base, name: "a", image: "nothing:1" }))).toMatchObject({ _tag: "RuntimeNotFound", kind: "image" })
@@ -273,7 +334,8 @@ describe("runc driver (root, real runc and busybox)", () => {
   it("works without overlayfs too (a copy of the image per container), and says clearly when runc is missing", async () => {
     const other = join(dir, "copy-data")
     expect(() => RuncDriver.open({ dataDir: other, runc: "/nonexistent/runc" })).toThrow(/runc not found/)
-    const copy = RuncDriver.open({ dataDir: other, rootfs: "copy" })
+    // Without a user namespace too (the fallback where the kernel allows none): the host's ids.
+    const copy = RuncDriver.open({ dataDir: other, rootfs: "copy", userns: "off" })
     try {
       const crt = copy.runtime
       await run(crt.images.import({ name: "busybox:test", path: busyboxTarball(dir) }))
@@ -281,6 +343,8 @@ describe("runc driver (root, real runc and busybox)", () => {
       const id = await run(crt.containers.create({ sandboxId: sb.id, name: "c", attempt: 0, image: "busybox:test", command: ["sleep", "30"] }))
       await run(crt.containers.start(id))
       expect((await run(crt.containers.exec(id, { command: ["sh", "-c", "touch /bin/written && ls /bin/written"] }))).stdout).toBe("/bin/written\n")
+      expect(copy.userns).toMatchObject({ enabled: false })
+      expect((await run(crt.containers.exec(id, { command: ["cat", "/proc/self/uid_map"] }))).stdout.trim().split(/\s+/)).toEqual(["0", "0", "4294967295"])
       const image = (await run(crt.images.list))[0]!
       expect(existsSync(join(other, "images", "sha256", image.digest.slice(7), "rootfs", "bin", "written"))).toBe(false)
       expect(readFileSync("/proc/self/mountinfo", "utf8")).not.toContain(other)
@@ -301,6 +365,9 @@ describe("runc driver (root, real runc and busybox)", () => {
     for (const mark of marks) expect(processesWith(mark), mark).toEqual([])
     expect(readFileSync("/proc/self/mountinfo", "utf8")).not.toContain(dataDir)
     expect(readdirSync(join(dataDir, "runc", "containers"))).toEqual([])
+    // The user-namespaced containers' rootfs mount points under /run are gone too.
+    const roots = join("/run", `kbox-${createHash("sha256").update(dataDir).digest("hex").slice(0, 12)}`)
+    expect(existsSync(roots) ? readdirSync(roots) : []).toEqual([])
     const cgroups = (name: string) => spawnSync("find", ["/sys/fs/cgroup", "-type", "d", "-name", name], { encoding: "utf8" }).stdout.trim()
     expect(cgroups(sb)).toBe("")
     // Closed with nothing running, the box's own level goes too, in every hierarchy.
