@@ -26,7 +26,9 @@
  * container never gets EPIPE while no box reads (output waits in the pipe: the process driver's
  * trade-off, docs/box.md). A pod is a sandbox record, the pod's cgroup (its limits) and a holder
  * process owning the pod's UTS (hostname) and IPC namespaces, which every container joins; each
- * container has its own pid and mount namespaces, and the host's network.
+ * container has its own pid and mount namespaces, and the host's network. Where the kernel allows
+ * it the holder also owns a user namespace the containers join: a 65536-id host range per pod
+ * (UserNamespace.ts), the rootfs a copy owned by that range (docs/box.md, "runc pods").
  */
 import { Runtime } from "@koder/fleet-core"
 import { Effect, Either, Stream } from "effect"
@@ -843,7 +845,8 @@ export class RuncDriver {
     if (idMap !== undefined && holder !== undefined)
       try {
         await this.mapHolder(holder, idMap)
-        child.stdin!.end("\n")
+        // Flushed before the pipe goes: without the line the holder exits.
+        await new Promise<void>((resolve) => child.stdin!.end("\n", () => resolve()))
       } catch (e) {
         killPid(holder, "SIGKILL")
         throw e

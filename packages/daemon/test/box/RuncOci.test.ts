@@ -8,6 +8,7 @@ import { Either } from "effect"
 import * as Confinement from "../../src/box/Confinement.js"
 import * as Oci from "../../src/box/Oci.js"
 import { hierarchyDirs, lastRuncError } from "../../src/box/RuncDriver.js"
+import * as UserNamespace from "../../src/box/UserNamespace.js"
 
 const spec = (extra: Partial<Runtime.ContainerSpec> = {}): Runtime.ContainerSpec => ({
   sandboxId: "sb",
@@ -128,6 +129,39 @@ describe("Oci.config with a confinement (a request with security)", () => {
     expect(priv.process.user.uid).toBe(0)
     expect(priv.process.capabilities.bounding).toContain("CAP_SYS_ADMIN")
     expect(priv.process.noNewPrivileges).toBe(false)
+  })
+})
+
+describe("user namespaces (UserNamespace, Oci.config with userns)", () => {
+  it("gives each pod the lowest free 65536-id range above the allocated uids, and maps its uid to itself", () => {
+    const first = UserNamespace.allocateRange(new Set())!
+    expect(first).toBe(1_000_000)
+    expect(first).toBeGreaterThan(Confinement.uidRange.last)
+    const second = UserNamespace.allocateRange(new Set([first]))!
+    expect(second).toBe(first + 65_536)
+    expect(UserNamespace.allocateRange(new Set([second]))).toBe(first)
+    const m = UserNamespace.mappings(first, 200_007)
+    expect(m).toEqual([
+      { containerID: 0, hostID: 1_000_000, size: 65_536 },
+      { containerID: 200_007, hostID: 200_007, size: 1 }
+    ])
+    expect(UserNamespace.mapText(m)).toBe("0 1000000 65536\n200007 200007 1\n")
+    // Image files' owners move into the range; ids past it become the range's nobody.
+    expect([0, 1000, 65_535, 200_000].map((id) => UserNamespace.shiftId(id, first))).toEqual([1_000_000, 1_001_000, 1_065_535, 1_065_534])
+  })
+
+  it("joins the pod's user namespace with its mappings, and binds the host's /sys (sysfs needs a network namespace of its own)", () => {
+    const mappings = UserNamespace.mappings(1_000_000, 200_007)
+    const c = Oci.config(input({ userns: { path: "/proc/42/ns/user", mappings } }))
+    expect(c.linux.namespaces[0]).toEqual({ type: "user", path: "/proc/42/ns/user" })
+    expect(c.linux.uidMappings).toEqual(mappings)
+    expect(c.linux.gidMappings).toEqual(mappings)
+    expect(c.mounts.filter((m) => m.destination.startsWith("/sys"))).toEqual([
+      { destination: "/sys", type: "bind", source: "/sys", options: ["rbind", "nosuid", "noexec", "nodev", "ro"] }
+    ])
+    const plain = Oci.config(input())
+    expect(plain.linux.namespaces.map((n) => n.type)).not.toContain("user")
+    expect(plain.linux.uidMappings).toBeUndefined()
   })
 })
 
