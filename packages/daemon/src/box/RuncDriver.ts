@@ -48,7 +48,7 @@ import {
   writeFileSync
 } from "node:fs"
 import type { FSWatcher } from "node:fs"
-import { mkdir, rename, rm, writeFile } from "node:fs/promises"
+import { chmod, chown, mkdir, rename, rm, writeFile } from "node:fs/promises"
 import { constants as osConstants } from "node:os"
 import { basename, dirname, join } from "node:path"
 import * as Cgroups from "./Cgroups.js"
@@ -493,6 +493,7 @@ export class RuncDriver {
     // box has read its OOM counter: the box's level goes only when no container is left to finalize.
     if (![...this.containers.values()].some((c) => c.rec.status.state === "running")) {
       this.cg.release()
+      rmdirQuiet(this.rootsDir)
       for (const d of hierarchyDirs(this.cgroupBase, readText("/proc/self/mountinfo") ?? "", readText("/proc/self/cgroup") ?? ""))
         try {
           rmdirSync(d)
@@ -764,9 +765,15 @@ export class RuncDriver {
    * Bind-mount a user-namespaced container's rootfs under /run: runc's init resolves the rootfs
    * path as the pod's root, an unprivileged host id, which cannot pass the data dir's 0700 parents.
    */
-  private async mountRoot(rec: ContainerRecord): Promise<string> {
+  private async mountRoot(rec: ContainerRecord, ids: number): Promise<string> {
     await mkdir(this.rootsDir, { recursive: true, mode: 0o711 })
-    const target = join(this.rootsDir, rec.id)
+    // Its directory only the pod's root may pass (root:ids 0710): any host user can read mount
+    // points from /proc/*/mountinfo, and the copy's files are as readable as in the image.
+    const parent = join(this.rootsDir, rec.id)
+    await mkdir(parent, { recursive: true, mode: 0o700 })
+    await chown(parent, 0, ids)
+    await chmod(parent, 0o710)
+    const target = join(parent, "rootfs")
     await mkdir(target, { recursive: true, mode: 0o700 })
     rec.root = target
     const r = await run("mount", ["--bind", join(this.containerDir(rec.id), "bundle", "rootfs"), target])
@@ -782,7 +789,10 @@ export class RuncDriver {
     for (const target of targets) {
       if (mountPoints().has(target) && (await run("umount", [target])).code !== 0) await run("umount", ["-l", target])
       // The bind's mount point under /run: empty once unmounted (rmdir never deletes through a mount).
-      if (target === rec.root) rmdirQuiet(target)
+      if (target === rec.root) {
+        rmdirQuiet(target)
+        rmdirQuiet(dirname(target))
+      }
     }
   }
 
@@ -1005,7 +1015,7 @@ export class RuncDriver {
     const dir = this.containerDir(rec.id)
     try {
       rec.rootfs = await this.prepareRootfs(rec, sb.ids)
-      if (sb.ids !== undefined) rec.root = await this.mountRoot(rec)
+      if (sb.ids !== undefined) rec.root = await this.mountRoot(rec, sb.ids)
       // The pod's cgroup again: a closing box may have released it while it was empty.
       if (this.cg.version !== "none") await this.cg.create(sb.id, sb.spec.resources)
       const config = Oci.config({

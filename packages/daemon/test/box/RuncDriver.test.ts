@@ -8,7 +8,7 @@ import type { Runtime } from "@koder/fleet-core"
 import { Chunk, Effect, Exit, Stream } from "effect"
 import { spawnSync } from "node:child_process"
 import { createHash } from "node:crypto"
-import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs"
+import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -238,6 +238,13 @@ describe("runc driver (root, real runc and busybox)", () => {
     expect(a.hostUid).toBe(first)
     // The pod's range is recorded with it (a restarted box keeps it).
     expect(JSON.parse(readFileSync(join(dataDir, "runc", "sandboxes", `${sandbox.id}.json`), "utf8"))).toMatchObject({ ids: first })
+    // Its rootfs is bind-mounted under /run for runc, behind a directory only the pod's root may
+    // pass: another host user cannot read it (mount points are public in /proc/*/mountinfo).
+    const parent = join("/run", `kbox-${createHash("sha256").update(dataDir).digest("hex").slice(0, 12)}`, a.id)
+    expect(statSync(parent)).toMatchObject({ uid: 0, gid: first, mode: 0o40710 })
+    const nobody = spawnSync("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "ls", join(parent, "rootfs", "bin")], { encoding: "utf8" })
+    expect(nobody.status, nobody.stdout).not.toBe(0)
+    expect(nobody.stderr).toMatch(/Permission denied/)
     // Its root owns the image's files (the rootfs copy is shifted), but not the host's.
     const owned = mkdtempSync(join(dir, "root-owned-"))
     chmodSync(owned, 0o755)
@@ -373,5 +380,6 @@ describe("runc driver (root, real runc and busybox)", () => {
     // Closed with nothing running, the box's own level goes too, in every hierarchy.
     handle.close()
     expect(cgroups(`kbox-${createHash("sha256").update(dataDir).digest("hex").slice(0, 12)}`)).toBe("")
+    expect(existsSync(roots)).toBe(false)
   })
 })
