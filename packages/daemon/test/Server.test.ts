@@ -90,6 +90,8 @@ describe("koder-fleet server", () => {
         servername: "localhost"
       })
       req.on("error", (e) => lost.push(e))
+      // An answer before the body (a server-side timeout) frees its slot just as an error would.
+      req.on("response", (r) => lost.push(new Error(`answered ${r.statusCode} before its body was sent`)))
       req.flushHeaders()
       return req
     })
