@@ -3,7 +3,7 @@
 // Deployment of N replicas takes to be fully ready, and to roll over to a new image. One JSON
 // line per result. FLEET_BENCH_REPLICAS (default 500) and FLEET_BENCH_NODES (default 20).
 import { Effect } from "effect"
-import { Controllers, Pods } from "../src/index.js"
+import { Controllers, Metadata, Pods } from "../src/index.js"
 import * as TestCluster from "../src/testing/TestCluster.js"
 
 const replicas = Number(process.env["FLEET_BENCH_REPLICAS"] ?? 500)
@@ -38,7 +38,7 @@ await Effect.runPromise(
       })
       const pods = cluster.informers.for(PodRef)
       const readyWith = (image: string) => () => {
-        const live = pods.list("default").filter((p) => !Pods.isTerminating(p))
+        const live = pods.list("default").filter((p) => !Metadata.isTerminating(p))
         return live.length === replicas && live.every((p) => Pods.isReady(p) && imageOf(p) === image)
       }
 

@@ -19,11 +19,11 @@ import * as IngressHosts from "../network/IngressHosts.js"
 import * as IngressRoutes from "../network/IngressRoutes.js"
 import type { StoreService } from "../store/Store.js"
 import { arr, getObject, listObjects, meta, obj } from "./internal/json.js"
+import { asString } from "../object/Json.js"
 
 /** The plugin's name. */
 export const name = "IngressHostOwnership"
 
-const str = (v: unknown): string => (typeof v === "string" ? v : "")
 
 /** The field errors of a candidate Ingress that loses hosts (pure). */
 export const errorsFor = (candidate: Record<string, unknown>, losses: ReadonlyArray<IngressHosts.Loss>): ReadonlyArray<FieldError.FieldError> => {
@@ -33,11 +33,11 @@ export const errorsFor = (candidate: Record<string, unknown>, losses: ReadonlyAr
     const why = IngressHosts.describeLoss(loss)
     let path = ""
     arr(spec["rules"]).forEach((r, i) => {
-      if (path === "" && IngressHosts.normalize(str(obj(r)?.["host"])) === loss.host) path = `spec.rules[${i}].host`
+      if (path === "" && IngressHosts.normalize(asString(obj(r)?.["host"])) === loss.host) path = `spec.rules[${i}].host`
     })
     arr(spec["tls"]).forEach((t, i) =>
       arr(obj(t)?.["hosts"]).forEach((h, j) => {
-        if (path === "" && IngressHosts.normalize(str(h)) === loss.host) path = `spec.tls[${i}].hosts[${j}]`
+        if (path === "" && IngressHosts.normalize(asString(h)) === loss.host) path = `spec.tls[${i}].hosts[${j}]`
       })
     )
     if (path === "" && loss.host === "") path = "spec.defaultBackend"
@@ -61,7 +61,7 @@ export const make = (options: { readonly store: StoreService; readonly transform
       const key = `${request.namespace}/${request.name}`
       const others = (yield* listObjects(options.store, codec, "networking.k8s.io", "ingresses"))
         .map((s) => s.object)
-        .filter((o) => `${str(meta(o)["namespace"])}/${str(meta(o)["name"])}` !== key && IngressRoutes.isServed(o, classes))
+        .filter((o) => `${asString(meta(o)["namespace"])}/${asString(meta(o)["name"])}` !== key && IngressRoutes.isServed(o, classes))
       const { namespace, name: policyName } = IngressHosts.PolicyConfigMap
       const policyMap = yield* getObject(options.store, codec, { group: "", plural: "configmaps", namespace, name: policyName })
       const policy = IngressHosts.parsePolicy(obj(policyMap?.object["data"]) ?? {}).policy

@@ -13,7 +13,7 @@ import { Effect, Either } from "effect"
 import type * as Admission from "../api/Admission.js"
 import * as ApiError from "../api/ApiError.js"
 import type { UserInfo } from "../api/Http.js"
-import { jsonEqual } from "../api/Strategies.js"
+import { jsonEqual } from "../object/Json.js"
 import * as Status from "../model/Status.js"
 import { labels, obj } from "./internal/json.js"
 

@@ -25,13 +25,12 @@
 import { Cause, Clock, Duration, Effect, Either, FiberMap, Option, type Scope } from "effect"
 import * as ApiError from "../api/ApiError.js"
 import type * as Client from "../client/Client.js"
-import type * as Conditions from "../controllers/Conditions.js"
-import * as EventRecorder from "../controllers/EventRecorder.js"
-import * as Informer from "../controllers/Informer.js"
+import type * as Conditions from "../object/Conditions.js"
+import * as EventRecorder from "../client/EventRecorder.js"
+import * as Informer from "../informer/Informer.js"
 import * as FleetMetrics from "../observability/FleetMetrics.js"
 import { MetricRegistry } from "../observability/MetricRegistry.js"
-import * as Pods from "../controllers/Pods.js"
-import * as WorkQueue from "../controllers/WorkQueue.js"
+import * as WorkQueue from "../informer/WorkQueue.js"
 import type * as Config from "../model/Config.js"
 import type * as Pod from "../model/Pod.js"
 import type * as Volume from "../model/Volume.js"
@@ -56,17 +55,11 @@ import * as PolicyEnforcement from "./PolicyEnforcement.js"
 import * as Probes from "./Probes.js"
 import * as VolumePlan from "./VolumePlan.js"
 import * as VolumeWriter from "./VolumeWriter.js"
+import { type JsonObject, stableJson } from "../object/Json.js"
+import { metadataOf, rfc3339, timeMs, uidOf } from "../object/Metadata.js"
+import * as ResourceRefs from "../object/ResourceRefs.js"
 
-type JsonObject = Client.JsonObject
 
-const PodRef: Client.ResourceRef = { apiVersion: "v1", kind: "Pod" }
-const NodeRef: Client.ResourceRef = { apiVersion: "v1", kind: "Node" }
-const LeaseRef: Client.ResourceRef = { apiVersion: "coordination.k8s.io/v1", kind: "Lease" }
-const ConfigMapRef: Client.ResourceRef = { apiVersion: "v1", kind: "ConfigMap" }
-const SecretRef: Client.ResourceRef = { apiVersion: "v1", kind: "Secret" }
-const ClaimRef: Client.ResourceRef = { apiVersion: "v1", kind: "PersistentVolumeClaim" }
-const VolumeRef: Client.ResourceRef = { apiVersion: "v1", kind: "PersistentVolume" }
-const ServiceAccountRef: Client.ResourceRef = { apiVersion: "v1", kind: "ServiceAccount" }
 
 /** The PATH a container gets when the pod sets none (containerd's default). */
 export const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -169,7 +162,6 @@ interface ProbeWorker {
 }
 
 const asPod = (o: JsonObject): Pod.Pod => o as unknown as Pod.Pod
-const uidOf = (o: JsonObject): string => String(Pods.meta(o)["uid"] ?? "")
 
 const milli = (q: string | undefined): number | undefined => {
   if (q === undefined) return undefined
@@ -201,12 +193,12 @@ const withOwnConditions = (pod: Pod.Pod, written: Pod.PodStatus | undefined): Po
 // the key-sorted one only when that differs.
 const sameButStatus = (a: JsonObject, b: JsonObject): boolean => {
   const strip = (o: JsonObject) => {
-    const { resourceVersion: _rv, managedFields: _mf, ...meta } = Pods.meta(o)
+    const { resourceVersion: _rv, managedFields: _mf, ...meta } = metadataOf(o)
     return { metadata: meta, spec: o["spec"] }
   }
   const sa = strip(a)
   const sb = strip(b)
-  return JSON.stringify(sa) === JSON.stringify(sb) || Pods.stableJson(sa) === Pods.stableJson(sb)
+  return JSON.stringify(sa) === JSON.stringify(sb) || stableJson(sa) === stableJson(sb)
 }
 
 /** Start an agent in the current scope: it registers the node and runs until the scope closes. */
@@ -307,7 +299,7 @@ export const make = (
         const hit = tokens.get(key)
         if (hit !== undefined && now < hit.refreshAtMs) return hit.token
         const answer = yield* Effect.either(
-          client.createSubresource(ServiceAccountRef, pod.metadata.namespace, request.serviceAccountName, "token", {
+          client.createSubresource(ResourceRefs.ServiceAccount, pod.metadata.namespace, request.serviceAccountName, "token", {
             apiVersion: "authentication.k8s.io/v1",
             kind: "TokenRequest",
             spec: {
@@ -335,14 +327,14 @@ export const make = (
             (pairs) => new Map(pairs)
           )
         const [configMaps, secrets, claims] = yield* Effect.all(
-          [fetchAll(ConfigMapRef, refs.configMaps, ns), fetchAll(SecretRef, refs.secrets, ns), fetchAll(ClaimRef, refs.claims, ns)],
+          [fetchAll(ResourceRefs.ConfigMap, refs.configMaps, ns), fetchAll(ResourceRefs.Secret, refs.secrets, ns), fetchAll(ResourceRefs.PersistentVolumeClaim, refs.claims, ns)],
           { concurrency: "unbounded" }
         )
         const volumeNames = [...claims.values()].flatMap((c) => {
           const v = (c?.["spec"] as Record<string, unknown> | undefined)?.["volumeName"]
           return typeof v === "string" && v !== "" ? [v] : []
         })
-        const volumes = yield* fetchAll(VolumeRef, volumeNames, undefined)
+        const volumes = yield* fetchAll(ResourceRefs.PersistentVolume, volumeNames, undefined)
         const tokenValues = new Map<string, string | undefined>()
         for (const t of refs.tokens) tokenValues.set(`${t.serviceAccountName}/${t.audience}/${t.expirationSeconds}`, yield* fetchToken(pod, t))
         const lookup: VolumePlan.Lookup = {
@@ -406,8 +398,8 @@ export const make = (
       }
       if (verdict.admit) state.admitted = true
       else state.fail = { reason: verdict.reason, message: verdict.message }
-      state.startTime = pod.status?.startTime ?? Pods.rfc3339(nowMs)
-      state.startTimeMs = Pods.timeMs(state.startTime) ?? nowMs
+      state.startTime = pod.status?.startTime ?? rfc3339(nowMs)
+      state.startTimeMs = timeMs(state.startTime) ?? nowMs
       return event
     }
 
@@ -442,7 +434,7 @@ export const make = (
     let podCidr: string | undefined
     const nodePodCidr = Effect.gen(function* () {
       if (podCidr !== undefined) return podCidr
-      const cidr = NodeRoutes.podCidrsOf(yield* client.get(NodeRef, undefined, nodeName))[0]
+      const cidr = NodeRoutes.podCidrsOf(yield* client.get(ResourceRefs.Node, undefined, nodeName))[0]
       if (cidr === undefined) return yield* Effect.fail(new Runtime.Invalid({ message: `node ${nodeName} has no pod CIDR yet (spec.podCIDR, assigned by the server's node IPAM)` }))
       return (podCidr = cidr)
     })
@@ -724,7 +716,7 @@ export const make = (
         // A merge patch keeps what it does not name: clear the kubelet's fields that went away.
         const cleared: Record<string, null> = {}
         for (const k of ["reason", "message", "podIP", "podIPs", "initContainerStatuses", "hostPorts"]) if (!(k in status)) cleared[k] = null
-        yield* client.patch(PodRef, pod.metadata.namespace, pod.metadata.name ?? "", "merge", { status: { ...cleared, ...status } }, "status").pipe(
+        yield* client.patch(ResourceRefs.Pod, pod.metadata.namespace, pod.metadata.name ?? "", "merge", { status: { ...cleared, ...status } }, "status").pipe(
           Effect.catchIf(isNotFound, () => Effect.void)
         )
         // The first Running this agent reports (not one it adopted after a restart): pod start latency.
@@ -879,7 +871,7 @@ export const make = (
           yield* writeStatus(state, pod, status)
           if (confirmed) {
             yield* client
-              .delete(PodRef, pod.metadata.namespace, pod.metadata.name ?? "", { gracePeriodSeconds: 0, preconditions: { uid } })
+              .delete(ResourceRefs.Pod, pod.metadata.namespace, pod.metadata.name ?? "", { gracePeriodSeconds: 0, preconditions: { uid } })
               .pipe(Effect.catchIf((e) => e.status.code === 404 || e.status.code === 409, () => Effect.void))
           }
         }
@@ -908,7 +900,7 @@ export const make = (
     )
 
     // The pod informer: only the pods bound to this node.
-    const informer = yield* Informer.make(client, PodRef, { fieldSelector: `spec.nodeName=${nodeName}` })
+    const informer = yield* Informer.make(client, ResourceRefs.Pod, { fieldSelector: `spec.nodeName=${nodeName}` })
     informer.subscribe((change) => {
       const uid = uidOf(change.object)
       if (uid === "") return
@@ -971,12 +963,12 @@ export const make = (
       let node: JsonObject
       if (created._tag === "Right") node = created.right
       else if (created.left.status.code === 409) {
-        node = yield* client.patch(NodeRef, undefined, nodeName, "merge", { metadata: { labels: NodeStatus.labelsOf(facts) } })
+        node = yield* client.patch(ResourceRefs.Node, undefined, nodeName, "merge", { metadata: { labels: NodeStatus.labelsOf(facts) } })
       } else return yield* Effect.fail(created.left)
-      nodeUid = String(Pods.meta(node)["uid"] ?? "")
+      nodeUid = String(metadataOf(node)["uid"] ?? "")
       const previous = (node["status"] as Record<string, unknown> | undefined)?.["conditions"] as ReadonlyArray<Conditions.Condition> | undefined
       const status = NodeStatus.statusOf(facts, h, previous, now)
-      yield* client.patch(NodeRef, undefined, nodeName, "merge", { status }, "status")
+      yield* client.patch(ResourceRefs.Node, undefined, nodeName, "merge", { status }, "status")
       reported = status
       lastReportMs = now
     })
@@ -985,7 +977,7 @@ export const make = (
       const now = yield* Clock.currentTimeMillis
       const next = NodeStatus.statusOf(facts, yield* health, reported?.["conditions"] as ReadonlyArray<Conditions.Condition> | undefined, now)
       if (!NodeStatus.reportDue(reported, next, lastReportMs, now, nodeStatusReportMs)) return
-      const result = yield* Effect.either(client.patch(NodeRef, undefined, nodeName, "merge", { status: next }, "status"))
+      const result = yield* Effect.either(client.patch(ResourceRefs.Node, undefined, nodeName, "merge", { status: next }, "status"))
       if (result._tag === "Left") {
         // The node object is gone (deleted by an administrator): register again, as the kubelet does.
         if (isNotFound(result.left)) yield* Effect.ignore(register)
@@ -998,7 +990,7 @@ export const make = (
     const renewLease = Effect.gen(function* () {
       const now = yield* Clock.currentTimeMillis
       const lease = NodeStatus.leaseObject(nodeName, nodeUid, now)
-      const renewed = yield* Effect.either(client.patch(LeaseRef, NodeStatus.leaseNamespace, nodeName, "merge", { spec: lease["spec"] }))
+      const renewed = yield* Effect.either(client.patch(ResourceRefs.Lease, NodeStatus.leaseNamespace, nodeName, "merge", { spec: lease["spec"] }))
       if (renewed._tag === "Left" && isNotFound(renewed.left)) yield* Effect.ignore(client.create(lease))
     })
 

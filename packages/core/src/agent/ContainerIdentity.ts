@@ -8,10 +8,11 @@
  * assignment. The runtime refuses a second container with the same (sandbox, name, attempt), so a
  * create retried after a lost answer cannot start a second copy.
  */
-import * as Pods from "../controllers/Pods.js"
+import * as Pods from "../object/Pods.js"
 import type * as Pod from "../model/Pod.js"
 import * as Runtime from "../runtime/Runtime.js"
 import type { ObservedContainer } from "./PodSync.js"
+import { stableJson } from "../object/Json.js"
 
 /** The labels the agent puts on runtime containers (the port's, plus its own two). */
 export const Labels = {
@@ -30,7 +31,7 @@ const hashes = new WeakMap<Pod.Container, string>()
 export const hashOf = (container: Pod.Container): string => {
   let hash = hashes.get(container)
   if (hash === undefined) {
-    hash = Pods.fnv32a(Pods.stableJson(container)).toString(16)
+    hash = Pods.fnv32a(stableJson(container)).toString(16)
     hashes.set(container, hash)
   }
   return hash

@@ -13,7 +13,7 @@
  * then admitted, and the agent says in a Warning Event (`LimitsNotEnforced`) that its limits are not
  * applied. A limit the node silently ignored let a 64 Mi pod grow to 700 MB.
  */
-import type { JsonObject } from "../controllers/Informer.js"
+import type { JsonObject } from "../informer/Informer.js"
 import * as Snapshot from "../scheduler/Snapshot.js"
 
 /** Admitted, or refused with the pod status reason and message. */

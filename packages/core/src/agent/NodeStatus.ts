@@ -8,11 +8,12 @@
  * `kube-node-lease` (named after the node, owned by it) is renewed every 10 s with a 40 s
  * duration: what the node lifecycle controller watches.
  */
-import * as Conditions from "../controllers/Conditions.js"
-import type { JsonObject } from "../controllers/Informer.js"
-import * as Pods from "../controllers/Pods.js"
+import * as Conditions from "../object/Conditions.js"
+import type { JsonObject } from "../informer/Informer.js"
 import { RegionLabel } from "../model/Meta.js"
 import { formatMicroTime } from "../model/Scalars.js"
+import { stableJson } from "../object/Json.js"
+import { rfc3339 } from "../object/Metadata.js"
 
 /** What the agent knows about its host. */
 export interface Facts {
@@ -93,7 +94,7 @@ const limitsConditionOf = (limits: NonNullable<Health["limits"]>): Omit<Conditio
 
 /** The kubelet's conditions at `nowMs`, keeping transition times of `previous`. */
 export const conditionsOf = (health: Health, previous: ReadonlyArray<Conditions.Condition> | undefined, nowMs: number): ReadonlyArray<Conditions.Condition> => {
-  const now = Pods.rfc3339(nowMs)
+  const now = rfc3339(nowMs)
   const want: ReadonlyArray<Omit<Conditions.Condition, "lastTransitionTime">> = [
     { type: "MemoryPressure", status: "False", reason: "KubeletHasSufficientMemory", message: "kubelet has sufficient memory available" },
     { type: "DiskPressure", status: "False", reason: "KubeletHasNoDiskPressure", message: "kubelet has no disk pressure" },
@@ -138,7 +139,7 @@ export const nodeObject = (facts: Facts, health: Health, nowMs: number): JsonObj
 export const reportDue = (current: JsonObject | undefined, next: JsonObject, lastReportMs: number, nowMs: number, reportIntervalMs: number): boolean => {
   if (current === undefined || nowMs - lastReportMs >= reportIntervalMs) return true
   const strip = (s: unknown) =>
-    Pods.stableJson({
+    stableJson({
       ...(s as Record<string, unknown>),
       conditions: ((s as Record<string, unknown>)?.["conditions"] as ReadonlyArray<Record<string, unknown>> | undefined)?.map(({ lastHeartbeatTime: _h, ...c }) => c)
     })

@@ -8,13 +8,13 @@
  * IPs, `startTime`, `qosClass`, and Fleet's `hostPorts`. A pure function: the agent writes the
  * result only when it differs from what the API holds (`same`).
  */
-import type * as Conditions from "../controllers/Conditions.js"
-import * as Pods from "../controllers/Pods.js"
+import type * as Conditions from "../object/Conditions.js"
 import type * as Pod from "../model/Pod.js"
 import * as Quantity from "../model/Quantity.js"
 import * as HostPorts from "./HostPorts.js"
 import * as PodSync from "./PodSync.js"
 import * as Probes from "./Probes.js"
+import { rfc3339 } from "../object/Metadata.js"
 
 /** What a status is computed from. */
 export interface Input {
@@ -45,7 +45,7 @@ export const kubeletConditions: ReadonlySet<string> = new Set(["PodReadyToStartC
 
 const signals: Readonly<Record<string, number>> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGABRT: 6, SIGKILL: 9, SIGUSR1: 10, SIGSEGV: 11, SIGUSR2: 12, SIGPIPE: 13, SIGALRM: 14, SIGTERM: 15 }
 
-const time = (ms: number | undefined) => (ms === undefined ? undefined : Pods.rfc3339(ms))
+const time = (ms: number | undefined) => (ms === undefined ? undefined : rfc3339(ms))
 
 type State = Pod.ContainerState
 type Status = Pod.ContainerStatus
@@ -181,7 +181,7 @@ const list = (names: ReadonlyArray<string>) => `[${names.join(" ")}]`
 export const compute = (input: Input): Pod.PodStatus => {
   const { pod } = input
   const old = pod.status ?? {}
-  const now = Pods.rfc3339(input.nowMs)
+  const now = rfc3339(input.nowMs)
   const groups = PodSync.byName(input.containers)
   const inits = pod.spec.initContainers ?? []
   const defaultWaiting = inits.length > 0 ? "PodInitializing" : "ContainerCreating"

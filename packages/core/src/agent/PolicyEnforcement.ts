@@ -17,16 +17,14 @@
  */
 import { Cause, Duration, Effect, Queue, Scope } from "effect"
 import type * as Client from "../client/Client.js"
-import * as Informer from "../controllers/Informer.js"
+import * as Informer from "../informer/Informer.js"
 import type * as NetworkPolicyModel from "../model/NetworkPolicy.js"
 import type * as Pod from "../model/Pod.js"
-import * as NetworkPolicy from "../policy/NetworkPolicy.js"
+import * as NetworkPolicy from "../policy/NetworkPolicyRules.js"
 import * as Runtime from "../runtime/Runtime.js"
 import * as PolicySync from "./PolicySync.js"
+import * as ResourceRefs from "../object/ResourceRefs.js"
 
-const NetworkPolicyRef: Client.ResourceRef = { apiVersion: "networking.k8s.io/v1", kind: "NetworkPolicy" }
-const PodRef: Client.ResourceRef = { apiVersion: "v1", kind: "Pod" }
-const NamespaceRef: Client.ResourceRef = { apiVersion: "v1", kind: "Namespace" }
 
 /** How to run the loop. */
 export interface Options {
@@ -83,7 +81,7 @@ export const make = (options: Options): Effect.Effect<PolicyEnforcement, never, 
     let failures = 0
     let lastError: string | undefined
 
-    const policies = yield* Informer.make(client, NetworkPolicyRef)
+    const policies = yield* Informer.make(client, ResourceRefs.NetworkPolicy)
     policies.subscribe(trigger)
     // Known once, so a start does not race the informer against a timer every time.
     let policiesSynced = false
@@ -92,8 +90,8 @@ export const make = (options: Options): Effect.Effect<PolicyEnforcement, never, 
     let peers: { readonly pods: Informer.Informer; readonly namespaces: Informer.Informer } | undefined
     const ensurePeers = Effect.gen(function* () {
       if (peers === undefined) {
-        const pods = yield* Scope.extend(Informer.make(client, PodRef), scope)
-        const namespaces = yield* Scope.extend(Informer.make(client, NamespaceRef), scope)
+        const pods = yield* Scope.extend(Informer.make(client, ResourceRefs.Pod), scope)
+        const namespaces = yield* Scope.extend(Informer.make(client, ResourceRefs.Namespace), scope)
         peers = { pods, namespaces }
         pods.subscribe(trigger)
         namespaces.subscribe(trigger)

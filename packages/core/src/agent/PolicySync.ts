@@ -13,7 +13,7 @@
  * says whether the pod may run: with `--network-policy-strict` a selected pod fails closed.
  */
 import type * as Pod from "../model/Pod.js"
-import * as NetworkPolicy from "../policy/NetworkPolicy.js"
+import * as NetworkPolicy from "../policy/NetworkPolicyRules.js"
 import type * as Runtime from "../runtime/Runtime.js"
 
 /** A pod's rules and whether any policy selects it. */

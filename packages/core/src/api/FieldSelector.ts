@@ -7,6 +7,7 @@
 import { Either } from "effect"
 import type { KindInfo } from "../model/Kinds.js"
 import * as ApiError from "./ApiError.js"
+import { asString } from "../object/Json.js"
 
 /** One term: `field=value` (also written `==`) or `field!=value`. */
 export interface Requirement {
@@ -124,7 +125,6 @@ export const format = (selector: FieldSelector): string =>
 type Obj = Record<string, unknown>
 
 const obj = (v: unknown): Obj => (typeof v === "object" && v !== null ? (v as Obj) : {})
-const str = (v: unknown): string => (typeof v === "string" ? v : "")
 const bool = (v: unknown): string => (v === true ? "true" : "false")
 const int = (v: unknown): string => (typeof v === "number" ? String(Math.trunc(v)) : "0")
 
@@ -158,16 +158,16 @@ const tables: Readonly<Record<string, KindFields>> = {
       const status = obj(o["status"])
       const podIPs = Array.isArray(status["podIPs"]) ? (status["podIPs"] as Array<unknown>) : []
       // Kubernetes derives status.podIP from the first entry of status.podIPs.
-      const podIP = podIPs.length > 0 ? str(obj(podIPs[0])["ip"]) : str(status["podIP"])
+      const podIP = podIPs.length > 0 ? asString(obj(podIPs[0])["ip"]) : asString(status["podIP"])
       return {
-        "spec.nodeName": str(spec["nodeName"]),
-        "spec.restartPolicy": str(spec["restartPolicy"]),
-        "spec.schedulerName": str(spec["schedulerName"]),
-        "spec.serviceAccountName": str(spec["serviceAccountName"]),
+        "spec.nodeName": asString(spec["nodeName"]),
+        "spec.restartPolicy": asString(spec["restartPolicy"]),
+        "spec.schedulerName": asString(spec["schedulerName"]),
+        "spec.serviceAccountName": asString(spec["serviceAccountName"]),
         "spec.hostNetwork": bool(spec["hostNetwork"]),
-        "status.phase": str(status["phase"]),
+        "status.phase": asString(status["phase"]),
         "status.podIP": podIP,
-        "status.nominatedNodeName": str(status["nominatedNodeName"])
+        "status.nominatedNodeName": asString(status["nominatedNodeName"])
       }
     }
   },
@@ -178,7 +178,7 @@ const tables: Readonly<Record<string, KindFields>> = {
   },
   "v1/Namespace": {
     supported: new Set(["metadata.name", "status.phase"]),
-    extract: (o) => ({ "status.phase": str(obj(o["status"])["phase"]) })
+    extract: (o) => ({ "status.phase": asString(obj(o["status"])["phase"]) })
   },
   "v1/Event": {
     supported: new Set([
@@ -198,31 +198,31 @@ const tables: Readonly<Record<string, KindFields>> = {
     extract: (o) => {
       const ref = obj(o["involvedObject"])
       // `source` is source.component, falling back to the reporting controller.
-      const component = str(obj(o["source"])["component"])
+      const component = asString(obj(o["source"])["component"])
       return {
-        "involvedObject.kind": str(ref["kind"]),
-        "involvedObject.namespace": str(ref["namespace"]),
-        "involvedObject.name": str(ref["name"]),
-        "involvedObject.uid": str(ref["uid"]),
-        "involvedObject.apiVersion": str(ref["apiVersion"]),
-        "involvedObject.resourceVersion": str(ref["resourceVersion"]),
-        "involvedObject.fieldPath": str(ref["fieldPath"]),
-        reason: str(o["reason"]),
-        reportingComponent: str(o["reportingComponent"]),
-        source: component === "" ? str(o["reportingComponent"]) : component,
-        type: str(o["type"])
+        "involvedObject.kind": asString(ref["kind"]),
+        "involvedObject.namespace": asString(ref["namespace"]),
+        "involvedObject.name": asString(ref["name"]),
+        "involvedObject.uid": asString(ref["uid"]),
+        "involvedObject.apiVersion": asString(ref["apiVersion"]),
+        "involvedObject.resourceVersion": asString(ref["resourceVersion"]),
+        "involvedObject.fieldPath": asString(ref["fieldPath"]),
+        reason: asString(o["reason"]),
+        reportingComponent: asString(o["reportingComponent"]),
+        source: component === "" ? asString(o["reportingComponent"]) : component,
+        type: asString(o["type"])
       }
     }
   },
   "v1/Secret": {
     supported: new Set([...meta, "type"]),
-    extract: (o) => ({ type: str(o["type"]) })
+    extract: (o) => ({ type: asString(o["type"]) })
   },
   "v1/Service": {
     supported: new Set([...meta, "spec.clusterIP", "spec.type"]),
     extract: (o) => {
       const spec = obj(o["spec"])
-      return { "spec.clusterIP": str(spec["clusterIP"]), "spec.type": str(spec["type"]) }
+      return { "spec.clusterIP": asString(spec["clusterIP"]), "spec.type": asString(spec["type"]) }
     }
   },
   "apps/v1/ReplicaSet": {
@@ -297,7 +297,7 @@ export const extractor = (kind: KindRef): ((object: unknown) => Fields) => {
   return (object) => {
     const o = obj(object)
     const m = obj(o["metadata"])
-    const base = { "metadata.name": str(m["name"]), "metadata.namespace": str(m["namespace"]) }
+    const base = { "metadata.name": asString(m["name"]), "metadata.namespace": asString(m["namespace"]) }
     return extract === undefined ? base : { ...base, ...extract(o) }
   }
 }

@@ -12,7 +12,7 @@ import type { KeyValue } from "../store/Store.js"
 import * as ApiError from "./ApiError.js"
 import { maxObjectBytes } from "./Body.js"
 import type { JsonObject, Resource } from "./Registry.js"
-import { jsonEqual } from "./Strategies.js"
+import { jsonEqual } from "../object/Json.js"
 
 /** An object's metadata as a mutable-free record. */
 export type Metadata = Record<string, unknown>

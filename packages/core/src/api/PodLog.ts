@@ -20,9 +20,8 @@ import * as Objects from "./Objects.js"
 import type { JsonObject, Resource } from "./Registry.js"
 import type { StoreService } from "../store/Store.js"
 import type { Transformer } from "./Transformer.js"
+import { asArray, asObject } from "../object/Json.js"
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
-const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
 
 const podLogOptions = { group: "", kind: "PodLogOptions" }
 
@@ -59,12 +58,12 @@ export const parseOptions = (query: URLSearchParams): Either.Either<NodeAccess.L
     }
   })
 
-const names = (spec: Record<string, unknown>, field: string): Array<string> => arr(spec[field]).map((c) => String(obj(c)["name"] ?? ""))
+const names = (spec: Record<string, unknown>, field: string): Array<string> => asArray(spec[field]).map((c) => String(asObject(c)["name"] ?? ""))
 
 /** The container a request means, or kube-apiserver's 400 (pure). */
 export const chooseContainer = (pod: JsonObject, requested: string): Either.Either<string, ApiError.ApiError> => {
   const name = String(Objects.meta(pod)["name"] ?? "")
-  const spec = obj(pod["spec"])
+  const spec = asObject(pod["spec"])
   const containers = names(spec, "containers")
   const inits = names(spec, "initContainers")
   const ephemeral = names(spec, "ephemeralContainers")
@@ -91,7 +90,7 @@ export const readPod = (
 
 /** The node a pod runs on, or the 400 a pod not yet placed gets. */
 export const nodeOf = (pod: JsonObject, container: string): Either.Either<string, ApiError.ApiError> => {
-  const node = String(obj(pod["spec"])["nodeName"] ?? "")
+  const node = String(asObject(pod["spec"])["nodeName"] ?? "")
   if (node !== "") return Either.right(node)
   const name = String(Objects.meta(pod)["name"] ?? "")
   return Either.left(ApiError.badRequest(`container ${JSON.stringify(container)} in pod ${JSON.stringify(name)} is waiting to start: ContainerCreating`))

@@ -14,7 +14,8 @@ import * as Kinds from "../model/Kinds.js"
 import * as Strategies from "./Strategies.js"
 
 /** A JSON object as the API stores and serves it. */
-export type JsonObject = Record<string, unknown>
+export type { JsonObject } from "../object/Json.js"
+import type { JsonObject } from "../object/Json.js"
 
 /** Where a `/scale` subresource finds its numbers (dotted paths into the object). */
 export interface ScaleSpec {

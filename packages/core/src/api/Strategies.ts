@@ -23,28 +23,12 @@ import * as Scheduling from "../model/Scheduling.js"
 import * as Rbac from "../model/Rbac.js"
 import * as Volume from "../model/Volume.js"
 import type { JsonObject, PrinterColumn, ScaleSpec, Strategy } from "./Registry.js"
+import { asArray, jsonEqual } from "../object/Json.js"
 
 type Json = Record<string, unknown>
 
 const obj = (v: unknown): Json | undefined => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Json) : undefined)
-const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
 const withDefault = (o: Json, key: string, value: unknown) => (o[key] === undefined ? { ...o, [key]: value } : o)
-
-/** Structural equality of JSON values (key order ignored). */
-export const jsonEqual = (a: unknown, b: unknown): boolean => {
-  if (a === b) return true
-  if (typeof a !== typeof b || a === null || b === null || typeof a !== "object") return false
-  if (Array.isArray(a) !== Array.isArray(b)) return false
-  if (Array.isArray(a)) {
-    const bb = b as Array<unknown>
-    return a.length === bb.length && a.every((x, i) => jsonEqual(x, bb[i]))
-  }
-  const ao = a as Json
-  const bo = b as Json
-  const ak = Object.keys(ao).filter((k) => ao[k] !== undefined)
-  const bk = Object.keys(bo).filter((k) => bo[k] !== undefined)
-  return ak.length === bk.length && ak.every((k) => jsonEqual(ao[k], bo[k]))
-}
 
 const imagePullPolicy = (image: unknown) => {
   if (typeof image !== "string") return "IfNotPresent"
@@ -170,7 +154,7 @@ const defaultJobSpec = (s: Json): Json => {
   spec = withDefault(spec, "suspend", false)
   const failurePolicy = obj(spec["podFailurePolicy"])
   if (failurePolicy) {
-    const rules = arr(failurePolicy["rules"]).map((r) => {
+    const rules = asArray(failurePolicy["rules"]).map((r) => {
       const rule = obj(r) ?? {}
       return Array.isArray(rule["onPodConditions"]) ? { ...rule, onPodConditions: rule["onPodConditions"].map((c) => withDefault(obj(c) ?? {}, "status", "True")) } : rule
     })
@@ -210,8 +194,8 @@ const podUpdatable = (spec: Json): Json => {
   const strip = (c: unknown) => ({ ...(obj(c) ?? {}), image: undefined })
   return {
     ...spec,
-    containers: arr(spec["containers"]).map(strip),
-    initContainers: arr(spec["initContainers"]).map(strip),
+    containers: asArray(spec["containers"]).map(strip),
+    initContainers: asArray(spec["initContainers"]).map(strip),
     activeDeadlineSeconds: undefined,
     tolerations: undefined,
     terminationGracePeriodSeconds: undefined,
@@ -373,7 +357,7 @@ const strategies: Record<string, Strategy> = {
       const errors: Array<FieldError.FieldError> = []
       const name = obj(o["metadata"])?.["name"]
       if (name !== want) errors.push(FieldError.invalid("metadata.name", name, `must be spec.names.plural+"."+spec.group`))
-      const versions = arr(spec["versions"])
+      const versions = asArray(spec["versions"])
       if (versions.filter((v) => obj(v)?.["storage"] === true).length !== 1) {
         errors.push(FieldError.invalid("spec.versions", versions.length, "must have exactly one version marked as storage version"))
       }
@@ -382,8 +366,8 @@ const strategies: Record<string, Strategy> = {
     prepareForCreate: (o) => {
       const spec = obj(o["spec"]) ?? {}
       const m = obj(o["metadata"]) ?? {}
-      const finalizers = arr(m["finalizers"]) as Array<string>
-      const storage = arr(spec["versions"]).find((v) => obj(v)?.["storage"] === true)
+      const finalizers = asArray(m["finalizers"]) as Array<string>
+      const storage = asArray(spec["versions"]).find((v) => obj(v)?.["storage"] === true)
       return {
         ...o,
         metadata: { ...m, finalizers: finalizers.includes(crdCleanup) ? finalizers : [...finalizers, crdCleanup] },
@@ -399,7 +383,7 @@ const strategies: Record<string, Strategy> = {
     },
     validateUpdate: (o, old) => immutable("spec.scope", obj(o["spec"])?.["scope"], obj(old["spec"])?.["scope"])
   },
-  "v1/LimitRange": { ...base, defaults: (o) => withSpec(o, (s) => ({ ...s, limits: arr(s["limits"]).map(defaultLimitRangeItem) })) },
+  "v1/LimitRange": { ...base, defaults: (o) => withSpec(o, (s) => ({ ...s, limits: asArray(s["limits"]).map(defaultLimitRangeItem) })) },
   "v1/ResourceQuota": {
     ...base,
     // status.hard mirrors spec.hard; status.used is the ResourceQuota admission plugin's.
@@ -633,13 +617,13 @@ export const categories = (kind: string): ReadonlyArray<string> =>
 const age: PrinterColumn = { name: "Age", type: "date", value: ".metadata.creationTimestamp" }
 
 const containersReady = (o: JsonObject) => {
-  const statuses = arr(obj(o["status"])?.["containerStatuses"])
-  const total = arr(obj(o["spec"])?.["containers"]).length
+  const statuses = asArray(obj(o["status"])?.["containerStatuses"])
+  const total = asArray(obj(o["spec"])?.["containers"]).length
   return `${statuses.filter((s) => obj(s)?.["ready"] === true).length}/${total}`
 }
 
 const restarts = (o: JsonObject) =>
-  arr(obj(o["status"])?.["containerStatuses"]).reduce<number>((n, s) => n + Number(obj(s)?.["restartCount"] ?? 0), 0)
+  asArray(obj(o["status"])?.["containerStatuses"]).reduce<number>((n, s) => n + Number(obj(s)?.["restartCount"] ?? 0), 0)
 
 /** kubectl's `duration.HumanDuration` (`45s`, `3m20s`, `5h10m`, `3d4h`, `2y30d`). */
 export const humanDuration = (ms: number): string => {
@@ -671,8 +655,8 @@ const spec = (o: JsonObject) => obj(o["spec"]) ?? {}
 const status = (o: JsonObject) => obj(o["status"]) ?? {}
 
 const podTemplate = (o: JsonObject) => obj(obj(spec(o)["template"])?.["spec"]) ?? {}
-const containerNames = (template: Json) => arr(template["containers"]).map((c) => str(obj(c)?.["name"])).join(",")
-const containerImages = (template: Json) => arr(template["containers"]).map((c) => str(obj(c)?.["image"])).join(",")
+const containerNames = (template: Json) => asArray(template["containers"]).map((c) => str(obj(c)?.["name"])).join(",")
+const containerImages = (template: Json) => asArray(template["containers"]).map((c) => str(obj(c)?.["image"])).join(",")
 const selectorText = (selector: unknown) => {
   const s = obj(selector)
   return s === undefined ? "<none>" : LabelSelector.formatSelector(s as LabelSelector.LabelSelector) || "<none>"
@@ -690,7 +674,7 @@ const workloadWide = (template: (o: JsonObject) => Json, withSelector = true): R
   ...(withSelector ? [{ name: "Selector", type: "string", value: (o: JsonObject) => selectorText(spec(o)["selector"]), priority: 1 } as const] : [])
 ]
 
-const jobCondition = (o: JsonObject, type: string) => arr(status(o)["conditions"]).some((c) => obj(c)?.["type"] === type && obj(c)?.["status"] === "True")
+const jobCondition = (o: JsonObject, type: string) => asArray(status(o)["conditions"]).some((c) => obj(c)?.["type"] === type && obj(c)?.["status"] === "True")
 
 const jobStatus = (o: JsonObject): string => {
   if (jobCondition(o, "Complete")) return "Complete"
@@ -727,7 +711,7 @@ const listWithMore = (items: ReadonlyArray<string>): string => {
 }
 
 const controllerOf = (o: JsonObject): string => {
-  const ref = arr(obj(o["metadata"])?.["ownerReferences"]).map(obj).find((r) => r?.["controller"] === true)
+  const ref = asArray(obj(o["metadata"])?.["ownerReferences"]).map(obj).find((r) => r?.["controller"] === true)
   if (ref === undefined) return "<none>"
   const apiVersion = str(ref["apiVersion"])
   const group = apiVersion.includes("/") ? apiVersion.slice(0, apiVersion.indexOf("/")) : ""
@@ -766,7 +750,7 @@ const columns: Record<string, ReadonlyArray<PrinterColumn>> = {
     { name: "Schedule", type: "string", value: (o) => str(spec(o)["schedule"]) },
     { name: "Timezone", type: "string", value: (o) => str(spec(o)["timeZone"]) || "<none>" },
     { name: "Suspend", type: "boolean", value: (o) => (typeof spec(o)["suspend"] === "boolean" ? (spec(o)["suspend"] ? "True" : "False") : "<unset>") },
-    { name: "Active", type: "integer", value: (o) => arr(status(o)["active"]).length },
+    { name: "Active", type: "integer", value: (o) => asArray(status(o)["active"]).length },
     { name: "Last Schedule", type: "string", value: (o) => sinceTimestamp(status(o)["lastScheduleTime"]) ?? "<none>" },
     age,
     ...workloadWide((o) => obj(obj(obj(spec(o)["jobTemplate"])?.["spec"])?.["template"])?.["spec"] as Json ?? {}, false),
@@ -787,7 +771,7 @@ const columns: Record<string, ReadonlyArray<PrinterColumn>> = {
     {
       name: "Access Modes",
       type: "string",
-      value: (o) => (str(spec(o)["volumeName"]) === "" ? "" : Volume.accessModesShort(arr(status(o)["accessModes"]) as ReadonlyArray<string>))
+      value: (o) => (str(spec(o)["volumeName"]) === "" ? "" : Volume.accessModesShort(asArray(status(o)["accessModes"]) as ReadonlyArray<string>))
     },
     { name: "StorageClass", type: "string", value: (o) => str(spec(o)["storageClassName"]) },
     { name: "VolumeAttributesClass", type: "string", value: (o) => str(spec(o)["volumeAttributesClassName"]) || "<unset>" },
@@ -796,7 +780,7 @@ const columns: Record<string, ReadonlyArray<PrinterColumn>> = {
   ],
   PersistentVolume: [
     { name: "Capacity", type: "string", value: (o) => str(obj(spec(o)["capacity"])?.["storage"]) },
-    { name: "Access Modes", type: "string", value: (o) => Volume.accessModesShort(arr(spec(o)["accessModes"]) as ReadonlyArray<string>) },
+    { name: "Access Modes", type: "string", value: (o) => Volume.accessModesShort(asArray(spec(o)["accessModes"]) as ReadonlyArray<string>) },
     { name: "Reclaim Policy", type: "string", value: (o) => str(spec(o)["persistentVolumeReclaimPolicy"]) },
     { name: "Status", type: "string", value: (o) => (obj(o["metadata"])?.["deletionTimestamp"] ? "Terminating" : str(status(o)["phase"])) },
     {
@@ -818,9 +802,9 @@ const columns: Record<string, ReadonlyArray<PrinterColumn>> = {
     {
       name: "Ports",
       type: "string",
-      value: (o) => listWithMore(arr(o["ports"]).map((p) => (typeof obj(p)?.["port"] === "number" ? String(obj(p)?.["port"]) : str(obj(p)?.["name"]) || "*")))
+      value: (o) => listWithMore(asArray(o["ports"]).map((p) => (typeof obj(p)?.["port"] === "number" ? String(obj(p)?.["port"]) : str(obj(p)?.["name"]) || "*")))
     },
-    { name: "Endpoints", type: "string", value: (o) => listWithMore(arr(o["endpoints"]).flatMap((e) => arr(obj(e)?.["addresses"]).map(str))) },
+    { name: "Endpoints", type: "string", value: (o) => listWithMore(asArray(o["endpoints"]).flatMap((e) => asArray(obj(e)?.["addresses"]).map(str))) },
     age
   ],
   PodDisruptionBudget: [
@@ -862,7 +846,7 @@ const columns: Record<string, ReadonlyArray<PrinterColumn>> = {
       name: "Status",
       type: "string",
       value: (o) => {
-        const ready = arr(obj(o["status"])?.["conditions"]).find((c) => obj(c)?.["type"] === "Ready")
+        const ready = asArray(obj(o["status"])?.["conditions"]).find((c) => obj(c)?.["type"] === "Ready")
         const status = obj(ready)?.["status"] === "True" ? "Ready" : "NotReady"
         return obj(o["spec"])?.["unschedulable"] === true ? `${status},SchedulingDisabled` : status
       }
@@ -876,15 +860,15 @@ const columns: Record<string, ReadonlyArray<PrinterColumn>> = {
     {
       name: "Hosts",
       type: "string",
-      value: (o) => arr(obj(o["spec"])?.["rules"]).map((r) => String(obj(r)?.["host"] ?? "*")).join(",") || "*"
+      value: (o) => asArray(obj(o["spec"])?.["rules"]).map((r) => String(obj(r)?.["host"] ?? "*")).join(",") || "*"
     },
     {
       name: "Address",
       type: "string",
       value: (o) =>
-        arr(obj(obj(o["status"])?.["loadBalancer"])?.["ingress"]).map((i) => String(obj(i)?.["ip"] ?? obj(i)?.["hostname"] ?? "")).join(",")
+        asArray(obj(obj(o["status"])?.["loadBalancer"])?.["ingress"]).map((i) => String(obj(i)?.["ip"] ?? obj(i)?.["hostname"] ?? "")).join(",")
     },
-    { name: "Ports", type: "string", value: (o) => (arr(obj(o["spec"])?.["tls"]).length > 0 ? "80, 443" : "80") },
+    { name: "Ports", type: "string", value: (o) => (asArray(obj(o["spec"])?.["tls"]).length > 0 ? "80, 443" : "80") },
     age
   ],
   Service: [
@@ -894,7 +878,7 @@ const columns: Record<string, ReadonlyArray<PrinterColumn>> = {
       name: "Port(s)",
       type: "string",
       value: (o) =>
-        arr(obj(o["spec"])?.["ports"])
+        asArray(obj(o["spec"])?.["ports"])
           .map((p) => {
             const port = obj(p) ?? {}
             return `${String(port["port"])}${port["nodePort"] ? `:${String(port["nodePort"])}` : ""}/${String(port["protocol"] ?? "TCP")}`
@@ -935,8 +919,8 @@ const columns: Record<string, ReadonlyArray<PrinterColumn>> = {
       name: "Endpoints",
       type: "string",
       value: (o) =>
-        arr(o["subsets"])
-          .flatMap((s) => arr(obj(s)?.["addresses"]).flatMap((a) => arr(obj(s)?.["ports"]).map((p) => `${String(obj(a)?.["ip"])}:${String(obj(p)?.["port"])}`)))
+        asArray(o["subsets"])
+          .flatMap((s) => asArray(obj(s)?.["addresses"]).flatMap((a) => asArray(obj(s)?.["ports"]).map((p) => `${String(obj(a)?.["ip"])}:${String(obj(p)?.["port"])}`)))
           .join(",") || "<none>"
     },
     age

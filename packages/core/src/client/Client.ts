@@ -9,11 +9,14 @@ import { Effect, Option, Schedule, Stream } from "effect"
 import * as Kinds from "../model/Kinds.js"
 import * as Status from "../model/Status.js"
 import * as ApiError from "../api/ApiError.js"
+import type { JsonObject } from "../object/Json.js"
+import type { ResourceRef } from "../object/ResourceRefs.js"
 import type { ApiRequest, ApiResponse } from "../api/Http.js"
 import * as Warnings from "./Warnings.js"
+import { metadataOf } from "../object/Metadata.js"
 
 /** A JSON object from the API. */
-export type JsonObject = Record<string, unknown>
+export type { JsonObject } from "../object/Json.js"
 
 /** How to reach a server. */
 export interface Config {
@@ -40,12 +43,7 @@ export interface Config {
 export type Transport = (request: Omit<ApiRequest, "user" | "client">) => Effect.Effect<ApiResponse>
 
 /** Names a resource: apiVersion plus kind (built-in) or plural (any, incl. CRDs). */
-export interface ResourceRef {
-  readonly apiVersion: string
-  readonly kind?: string
-  readonly plural?: string
-  readonly namespaced?: boolean
-}
+export type { ResourceRef } from "../object/ResourceRefs.js"
 
 /** A watch event as the client delivers it. */
 export interface WatchEvent {
@@ -83,7 +81,6 @@ const patchTypes: Record<PatchType, string> = {
   strategic: "application/strategic-merge-patch+json"
 }
 
-const meta = (o: JsonObject) => (o["metadata"] ?? {}) as Record<string, unknown>
 
 /** The path of a collection or object. */
 export const path = (ref: ResourceRef, namespace: string | undefined, name?: string, subresource?: string): string => {
@@ -200,7 +197,7 @@ export const make = (config: Config) => {
       do {
         const page = yield* list(ref, { ...options, ...(token ? { continue: token } : {}) })
         items.push(...((page["items"] as Array<JsonObject> | undefined) ?? []))
-        const m = meta(page)
+        const m = metadataOf(page)
         token = (m["continue"] as string | undefined) || undefined
         resourceVersion = String(m["resourceVersion"] ?? "")
       } while (token)
@@ -277,7 +274,7 @@ export const make = (config: Config) => {
       Effect.sync(() => {
         const { onSynced, ...listOptions } = options
         const known = new Map<string, JsonObject>()
-        const id = (o: JsonObject) => `${String(meta(o)["namespace"] ?? "")}/${String(meta(o)["name"])}`
+        const id = (o: JsonObject) => `${String(metadataOf(o)["namespace"] ?? "")}/${String(metadataOf(o)["name"])}`
         let resourceVersion = options.resourceVersion
         const relist = Effect.gen(function* () {
           const { items, resourceVersion: rv } = yield* listAll(ref, { ...listOptions, resourceVersion: "" })
@@ -288,7 +285,7 @@ export const make = (config: Config) => {
             seen.add(k)
             const before = known.get(k)
             if (!before) events.push({ type: "ADDED", object: o })
-            else if (meta(before)["resourceVersion"] !== meta(o)["resourceVersion"]) events.push({ type: "MODIFIED", object: o })
+            else if (metadataOf(before)["resourceVersion"] !== metadataOf(o)["resourceVersion"]) events.push({ type: "MODIFIED", object: o })
             known.set(k, o)
           }
           for (const [k, o] of known) if (!seen.has(k)) {
@@ -307,7 +304,7 @@ export const make = (config: Config) => {
               : Stream.empty
             const live = watchOnce(ref, { ...listOptions, resourceVersion: resourceVersion ?? "" }).pipe(
               Stream.filterMap((e) => {
-                const rv = meta(e.object)["resourceVersion"]
+                const rv = metadataOf(e.object)["resourceVersion"]
                 if (typeof rv === "string" && rv !== "") resourceVersion = rv
                 if (e.type === "BOOKMARK") return Option.none()
                 const type = e.type as WatchEvent["type"]
@@ -341,13 +338,13 @@ export const make = (config: Config) => {
     /** LIST every page. */
     listAll,
     /** CREATE an object (its own apiVersion/kind/namespace say where). */
-    create: (o: JsonObject) => request("POST", path(refOf(o), meta(o)["namespace"] as string | undefined), o),
+    create: (o: JsonObject) => request("POST", path(refOf(o), metadataOf(o)["namespace"] as string | undefined), o),
     /** POST to a subresource of an object (`pods/binding`, `pods/eviction`, `serviceaccounts/token`). */
     createSubresource: (ref: ResourceRef, namespace: string | undefined, name: string, subresource: string, body: JsonObject) =>
       request("POST", path(ref, namespace, name, subresource), body),
     /** UPDATE (PUT) an object; its resourceVersion makes it a compare-and-swap. */
     update: (o: JsonObject, subresource?: "status") =>
-      request("PUT", path(refOf(o), meta(o)["namespace"] as string | undefined, String(meta(o)["name"]), subresource), o),
+      request("PUT", path(refOf(o), metadataOf(o)["namespace"] as string | undefined, String(metadataOf(o)["name"]), subresource), o),
     /** PATCH an object. */
     patch: (ref: ResourceRef, namespace: string | undefined, name: string, type: PatchType, body: unknown, subresource?: string) =>
       request("PATCH", path(ref, namespace, name, subresource), body, patchTypes[type]),

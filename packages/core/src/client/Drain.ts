@@ -15,17 +15,15 @@
 import { Clock, Data, Duration, Effect } from "effect"
 import type * as ApiError from "../api/ApiError.js"
 import type * as Client from "./Client.js"
+import { type JsonObject, asObject } from "../object/Json.js"
+import * as ResourceRefs from "../object/ResourceRefs.js"
 
-type JsonObject = Client.JsonObject
 
-const NodeRef: Client.ResourceRef = { apiVersion: "v1", kind: "Node" }
-const PodRef: Client.ResourceRef = { apiVersion: "v1", kind: "Pod" }
 
 /** The annotation marking a mirror pod. */
 export const mirrorAnnotation = "kubernetes.io/config.mirror"
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
-const meta = (o: JsonObject) => obj(o["metadata"])
+const meta = (o: JsonObject) => asObject(o["metadata"])
 
 /** The drain did not finish before its deadline. */
 export class DrainTimeout extends Data.TaggedError("DrainTimeout")<{ readonly message: string; readonly remaining: ReadonlyArray<string> }> {}
@@ -58,8 +56,8 @@ export const select = (pods: ReadonlyArray<JsonObject>): { readonly evict: Reado
   for (const pod of pods) {
     const m = meta(pod)
     const id = { namespace: String(m["namespace"] ?? ""), name: String(m["name"] ?? "") }
-    const owner = (Array.isArray(m["ownerReferences"]) ? (m["ownerReferences"] as ReadonlyArray<unknown>) : []).map(obj).find((r) => r["controller"] === true)
-    if (obj(m["annotations"])[mirrorAnnotation] !== undefined) skipped.push({ ...id, reason: "Mirror" })
+    const owner = (Array.isArray(m["ownerReferences"]) ? (m["ownerReferences"] as ReadonlyArray<unknown>) : []).map(asObject).find((r) => r["controller"] === true)
+    if (asObject(m["annotations"])[mirrorAnnotation] !== undefined) skipped.push({ ...id, reason: "Mirror" })
     else if (owner?.["kind"] === "DaemonSet") skipped.push({ ...id, reason: "DaemonSet" })
     else evict.push(pod)
   }
@@ -75,14 +73,14 @@ export interface Result {
 
 /** Mark a node unschedulable (or schedulable again). */
 export const cordon = (client: Client.Client, node: string, unschedulable = true) =>
-  client.patch(NodeRef, undefined, node, "merge", { spec: { unschedulable: unschedulable ? true : null } })
+  client.patch(ResourceRefs.Node, undefined, node, "merge", { spec: { unschedulable: unschedulable ? true : null } })
 
 /** Make a node schedulable again. */
 export const uncordon = (client: Client.Client, node: string) => cordon(client, node, false)
 
 /** POST an Eviction for one pod. */
 export const evict = (client: Client.Client, namespace: string, name: string, deleteOptions?: JsonObject) =>
-  client.createSubresource(PodRef, namespace, name, "eviction", {
+  client.createSubresource(ResourceRefs.Pod, namespace, name, "eviction", {
     apiVersion: "policy/v1",
     kind: "Eviction",
     metadata: { name, namespace },
@@ -107,7 +105,7 @@ export const drain = (client: Client.Client, node: string, options: Options = {}
       )
 
     yield* cordon(client, node)
-    const listed = yield* client.listAll(PodRef, { fieldSelector: `spec.nodeName=${node}` })
+    const listed = yield* client.listAll(ResourceRefs.Pod, { fieldSelector: `spec.nodeName=${node}` })
     const { evict: pods, skipped } = select(listed.items)
     const deleteOptions = options.gracePeriodSeconds === undefined ? undefined : { gracePeriodSeconds: options.gracePeriodSeconds }
 
@@ -139,7 +137,7 @@ export const drain = (client: Client.Client, node: string, options: Options = {}
       const still: Array<JsonObject> = []
       for (const pod of waiting) {
         const m = meta(pod)
-        const current = yield* Effect.either(client.get(PodRef, String(m["namespace"] ?? ""), String(m["name"] ?? "")))
+        const current = yield* Effect.either(client.get(ResourceRefs.Pod, String(m["namespace"] ?? ""), String(m["name"] ?? "")))
         if (current._tag === "Left") {
           if (current.left.status.code === 404) continue
           return yield* Effect.fail(current.left)

@@ -25,23 +25,21 @@
 import { Clock, Effect, Either, Option } from "effect"
 import * as ClusterIpAllocator from "../admission/ClusterIpAllocator.js"
 import type * as Client from "../client/Client.js"
-import * as IpRange from "../policy/IpRange.js"
+import * as IpRange from "../network/IpRange.js"
 import type * as Controller from "./Controller.js"
-import * as Informer from "./Informer.js"
-import * as Pods from "./Pods.js"
+import * as Informer from "../informer/Informer.js"
+import { type JsonObject, asObject, asString, stableJson } from "../object/Json.js"
+import { metadataOf, timeMs } from "../object/Metadata.js"
+import * as ResourceRefs from "../object/ResourceRefs.js"
 
-type JsonObject = Client.JsonObject
 
 /** The IPAddress resource. */
 export const IPAddressRef: Client.ResourceRef = { apiVersion: "networking.k8s.io/v1", kind: "IPAddress", plural: "ipaddresses", namespaced: false }
 
-const ServiceRef: Client.ResourceRef = { apiVersion: "v1", kind: "Service" }
 
 /** How long an IPAddress without its Service is left alone (kube-apiserver's request timeout, 60 s). */
 export const defaultLeakGraceMs = 60_000
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
-const str = (v: unknown): string => (typeof v === "string" ? v : "")
 
 /** An event to record about an object. */
 export interface Event {
@@ -62,10 +60,10 @@ export type IPAddressAction =
   | { readonly _tag: "Delete"; readonly event: Event }
   | { readonly _tag: "Requeue"; readonly afterMs: number }
 
-const parentOf = (ip: JsonObject) => obj(obj(ip["spec"])["parentRef"])
-const managedHere = (ip: JsonObject) => str(obj(Pods.meta(ip)["labels"])[ClusterIpAllocator.managedByLabel]) === ClusterIpAllocator.controllerName
+const parentOf = (ip: JsonObject) => asObject(asObject(ip["spec"])["parentRef"])
+const managedHere = (ip: JsonObject) => asString(asObject(metadataOf(ip)["labels"])[ClusterIpAllocator.managedByLabel]) === ClusterIpAllocator.controllerName
 const labelsRight = (ip: JsonObject, name: string) =>
-  managedHere(ip) && str(obj(Pods.meta(ip)["labels"])[ClusterIpAllocator.familyLabel]) === (IpRange.familyOf(name) ?? "")
+  managedHere(ip) && asString(asObject(metadataOf(ip)["labels"])[ClusterIpAllocator.familyLabel]) === (IpRange.familyOf(name) ?? "")
 
 /**
  * The Service loop (pure): for each of the Service's cluster IPs, the repair it needs, given the
@@ -78,8 +76,8 @@ export const decideService = (
   ranges: ReadonlyArray<IpRange.IpRange>
 ): ReadonlyArray<ServiceAction> => {
   if (service === undefined) return []
-  const m = Pods.meta(service)
-  const target = { namespace: str(m["namespace"]), name: str(m["name"]) }
+  const m = metadataOf(service)
+  const target = { namespace: asString(m["namespace"]), name: asString(m["name"]) }
   const out: Array<ServiceAction> = []
   for (const raw of ClusterIpAllocator.addressesOf(service)) {
     const ip = IpRange.canonical(raw)
@@ -107,12 +105,12 @@ export const decideService = (
       ipAddress: fresh,
       event: { type: "Warning" as const, reason: "ClusterIPNotAllocated", message: `the ClusterIP [${family}]: ${ip} for Service ${target.namespace}/${target.name} has a wrong reference; repairing` }
     }
-    if (str(parent["group"]) !== "" || parent["resource"] !== "services") {
+    if (asString(parent["group"]) !== "" || parent["resource"] !== "services") {
       out.push(wrongRef)
       continue
     }
     if (!ClusterIpAllocator.heldBy(held, target)) {
-      const other = serviceNamed(str(parent["namespace"]), str(parent["name"]))
+      const other = serviceNamed(asString(parent["namespace"]), asString(parent["name"]))
       if (other === undefined) out.push(wrongRef)
       else if (ClusterIpAllocator.addressesOf(other).some((x) => IpRange.canonical(x) === ip)) {
         out.push({ _tag: "Event", event: { type: "Warning", reason: "ClusterIPAlreadyAllocated", message: `Cluster IP [${family}]:${ip} was assigned to multiple services; please recreate service` } })
@@ -132,17 +130,17 @@ export const decideService = (
  */
 export const decideIPAddress = (ipAddress: JsonObject | undefined, parent: JsonObject | undefined, now: number, graceMs: number): IPAddressAction => {
   if (ipAddress === undefined || !managedHere(ipAddress)) return { _tag: "None" }
-  const name = str(Pods.meta(ipAddress)["name"])
+  const name = asString(metadataOf(ipAddress)["name"])
   const ref = parentOf(ipAddress)
-  if (str(ref["group"]) !== "" || ref["resource"] !== "services") {
+  if (asString(ref["group"]) !== "" || ref["resource"] !== "services") {
     return {
       _tag: "Delete",
-      event: { type: "Warning", reason: "IPAddressNotAllocated", message: `IPAddress ${name} appears to have been modified, not referencing a Service ${Pods.stableJson(ref)}: cleaning up` }
+      event: { type: "Warning", reason: "IPAddressNotAllocated", message: `IPAddress ${name} appears to have been modified, not referencing a Service ${stableJson(ref)}: cleaning up` }
     }
   }
-  const svc = `${str(ref["namespace"])}/${str(ref["name"])}`
+  const svc = `${asString(ref["namespace"])}/${asString(ref["name"])}`
   if (parent === undefined) {
-    const age = now - (Pods.timeMs(Pods.meta(ipAddress)["creationTimestamp"]) ?? now)
+    const age = now - (timeMs(metadataOf(ipAddress)["creationTimestamp"]) ?? now)
     if (age < graceMs) return { _tag: "Requeue", afterMs: graceMs - age }
     return { _tag: "Delete", event: { type: "Warning", reason: "IPAddressNotAllocated", message: `IPAddress: ${name} for Service ${svc} appears to have leaked: cleaning up` } }
   }
@@ -165,7 +163,7 @@ export const decide = (
   if (namespace !== undefined) return { _tag: "Service", actions: decideService(view.service(namespace, name), view.ipAddress, view.service, view.ranges) }
   const ip = view.ipAddress(name)
   const ref = ip === undefined ? {} : parentOf(ip)
-  const parent = ip === undefined ? undefined : view.service(str(ref["namespace"]), str(ref["name"]))
+  const parent = ip === undefined ? undefined : view.service(asString(ref["namespace"]), asString(ref["name"]))
   return { _tag: "IPAddress", action: decideIPAddress(ip, parent, view.now, view.graceMs) }
 }
 
@@ -185,7 +183,7 @@ const addressAndParent: Controller.KeyMapper = (change) => {
   for (const ip of [change.object, change.old]) {
     if (ip === undefined) continue
     const ref = parentOf(ip)
-    if (str(ref["group"]) === "" && ref["resource"] === "services" && str(ref["namespace"]) !== "") keys.add(`${str(ref["namespace"])}/${str(ref["name"])}`)
+    if (asString(ref["group"]) === "" && ref["resource"] === "services" && asString(ref["namespace"]) !== "") keys.add(`${asString(ref["namespace"])}/${asString(ref["name"])}`)
   }
   return [...keys]
 }
@@ -213,15 +211,15 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => {
     reactToPrimary: false,
     watches: [
       { ref: IPAddressRef, keys: addressAndParent },
-      { ref: ServiceRef, keys: serviceAndAddresses }
+      { ref: ResourceRefs.Service, keys: serviceAndAddresses }
     ],
     resync: {
       everyMs: options.resyncMs ?? 180_000,
-      keys: (informers) => [...informers.for(ServiceRef).list(), ...informers.for(IPAddressRef).list()].map(Informer.keyOf)
+      keys: (informers) => [...informers.for(ResourceRefs.Service).list(), ...informers.for(IPAddressRef).list()].map(Informer.keyOf)
     },
     reconcile: (key, ctx) =>
       Effect.gen(function* () {
-        const services = ctx.informers.for(ServiceRef)
+        const services = ctx.informers.for(ResourceRefs.Service)
         const addresses = ctx.informers.for(IPAddressRef)
         const now = yield* Clock.currentTimeMillis
         const cached = decide(key, { service: (ns, n) => services.get(ns, n), ipAddress: (n) => addresses.get(undefined, n), ranges, now, graceMs })
@@ -238,18 +236,18 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => {
           )
         const { namespace, name } = Informer.splitKey(key)
         if (namespace !== undefined) {
-          const svc = Option.getOrUndefined(yield* read(ServiceRef, namespace, name))
+          const svc = Option.getOrUndefined(yield* read(ResourceRefs.Service, namespace, name))
           for (const ip of svc === undefined ? [] : ClusterIpAllocator.addressesOf(svc)) {
             const canonical = IpRange.canonical(ip)
             if (canonical === undefined) continue
             const held = Option.getOrUndefined(yield* read(IPAddressRef, undefined, canonical))
             const ref = held === undefined ? {} : parentOf(held)
-            if (held !== undefined && str(ref["namespace"]) !== "") yield* read(ServiceRef, str(ref["namespace"]), str(ref["name"]))
+            if (held !== undefined && asString(ref["namespace"]) !== "") yield* read(ResourceRefs.Service, asString(ref["namespace"]), asString(ref["name"]))
           }
         } else {
           const held = Option.getOrUndefined(yield* read(IPAddressRef, undefined, name))
           const ref = held === undefined ? {} : parentOf(held)
-          if (held !== undefined) yield* read(ServiceRef, str(ref["namespace"]), str(ref["name"]))
+          if (held !== undefined) yield* read(ResourceRefs.Service, asString(ref["namespace"]), asString(ref["name"]))
         }
         const fromLive = decide(key, {
           service: (ns, n) => live.get(`Service/${ns}/${n}`),
@@ -266,7 +264,7 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => {
           yield* ctx.events.record(held, action.event.type, action.event.reason, action.event.message)
           // Only the object we judged: a fresh allocation of the same address is not touched.
           yield* ctx.client
-            .delete(IPAddressRef, undefined, name, { preconditions: { uid: Pods.meta(held)["uid"], resourceVersion: Pods.meta(held)["resourceVersion"] } })
+            .delete(IPAddressRef, undefined, name, { preconditions: { uid: metadataOf(held)["uid"], resourceVersion: metadataOf(held)["resourceVersion"] } })
             .pipe(Effect.catchIf(isNotFound, () => Effect.void))
           return
         }
@@ -275,10 +273,10 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => {
         for (const action of fromLive.actions) {
           yield* ctx.events.record(svc, action.event.type, action.event.reason, action.event.message)
           if (action._tag === "Event") continue
-          const ipName = str(Pods.meta(action.ipAddress)["name"])
+          const ipName = asString(metadataOf(action.ipAddress)["name"])
           if (action._tag === "Recreate") {
             const held = live.get(`IPAddress//${ipName}`)
-            const pre = held === undefined ? undefined : { uid: Pods.meta(held)["uid"], resourceVersion: Pods.meta(held)["resourceVersion"] }
+            const pre = held === undefined ? undefined : { uid: metadataOf(held)["uid"], resourceVersion: metadataOf(held)["resourceVersion"] }
             yield* ctx.client.delete(IPAddressRef, undefined, ipName, pre === undefined ? {} : { preconditions: pre }).pipe(Effect.catchIf(isNotFound, () => Effect.void))
           }
           yield* ctx.client.create(action.ipAddress)

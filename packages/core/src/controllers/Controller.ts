@@ -21,9 +21,9 @@ import type * as ApiError from "../api/ApiError.js"
 import type * as Client from "../client/Client.js"
 import * as FleetMetrics from "../observability/FleetMetrics.js"
 import { MetricRegistry } from "../observability/MetricRegistry.js"
-import * as EventRecorder from "./EventRecorder.js"
-import * as Informer from "./Informer.js"
-import * as WorkQueue from "./WorkQueue.js"
+import * as EventRecorder from "../client/EventRecorder.js"
+import * as Informer from "../informer/Informer.js"
+import * as WorkQueue from "../informer/WorkQueue.js"
 
 /** What a reconcile answers: nothing, or when to look again even if nothing changes. */
 export interface Result {

@@ -24,11 +24,11 @@ import { Clock, Effect, Either } from "effect"
 import type * as Client from "../client/Client.js"
 import * as CronSchedule from "../model/CronSchedule.js"
 import * as Controller from "./Controller.js"
-import * as Informer from "./Informer.js"
+import * as Informer from "../informer/Informer.js"
 import * as Job from "./Job.js"
-import * as Pods from "./Pods.js"
+import { type JsonObject, asArray, asObject, stableJson } from "../object/Json.js"
+import { isControlledBy, isTerminating, metadataOf, nameOf, ownerReference, rfc3339, timeMs, uidOf } from "../object/Metadata.js"
 
-type JsonObject = Informer.JsonObject
 
 /** The CronJob resource. */
 export const CronJobRef: Client.ResourceRef = { apiVersion: "batch/v1", kind: "CronJob" }
@@ -39,11 +39,7 @@ export const scheduledTimestampAnnotation = "batch.kubernetes.io/cronjob-schedul
 // Upstream requeues this long after the schedule time so the sync surely sees it as due.
 const nextScheduleDeltaMs = 100
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
-const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
 const num = (v: unknown): number | undefined => (typeof v === "number" && Number.isFinite(v) ? v : undefined)
-const uidOf = (o: JsonObject) => String(Pods.meta(o)["uid"] ?? "")
-const nameOf = (o: JsonObject) => String(Pods.meta(o)["name"] ?? "")
 
 /** What `missedSchedules` found. */
 export interface Missed {
@@ -90,7 +86,7 @@ export const jobName = (cronJobName: string, scheduledMs: number): string =>
 
 /** `ms` as RFC 3339 in `timeZone` (`Z` for a zero offset), as Go formats `time.In(zone)`. */
 export const formatInZone = (ms: number, timeZone: string | undefined): string => {
-  if (timeZone === undefined) return Pods.rfc3339(ms)
+  if (timeZone === undefined) return rfc3339(ms)
   const parts = new Intl.DateTimeFormat("en-US", {
     timeZone,
     year: "numeric",
@@ -110,21 +106,21 @@ export const formatInZone = (ms: number, timeZone: string | undefined): string =
 
 /** The Job a CronJob creates for `scheduledMs`: its template, owned by the CronJob, named by the time. */
 export const jobFor = (cronJob: JsonObject, scheduledMs: number): JsonObject => {
-  const m = Pods.meta(cronJob)
-  const spec = obj(cronJob["spec"])
-  const template = obj(spec["jobTemplate"])
-  const tm = obj(template["metadata"])
+  const m = metadataOf(cronJob)
+  const spec = asObject(cronJob["spec"])
+  const template = asObject(spec["jobTemplate"])
+  const tm = asObject(template["metadata"])
   return {
     apiVersion: "batch/v1",
     kind: "Job",
     metadata: {
       name: jobName(String(m["name"]), scheduledMs),
       namespace: m["namespace"],
-      ...(Object.keys(obj(tm["labels"])).length > 0 ? { labels: { ...obj(tm["labels"]) } } : {}),
-      annotations: { ...obj(tm["annotations"]), [scheduledTimestampAnnotation]: formatInZone(scheduledMs, spec["timeZone"] as string | undefined) },
-      ownerReferences: [Pods.ownerReference(cronJob)]
+      ...(Object.keys(asObject(tm["labels"])).length > 0 ? { labels: { ...asObject(tm["labels"]) } } : {}),
+      annotations: { ...asObject(tm["annotations"]), [scheduledTimestampAnnotation]: formatInZone(scheduledMs, spec["timeZone"] as string | undefined) },
+      ownerReferences: [ownerReference(cronJob)]
     },
-    spec: structuredClone(obj(template["spec"]))
+    spec: structuredClone(asObject(template["spec"]))
   }
 }
 
@@ -132,10 +128,10 @@ export const jobFor = (cronJob: JsonObject, scheduledMs: number): JsonObject => 
 export const jobRef = (job: JsonObject): Record<string, unknown> => ({
   apiVersion: "batch/v1",
   kind: "Job",
-  namespace: Pods.meta(job)["namespace"],
+  namespace: metadataOf(job)["namespace"],
   name: nameOf(job),
   uid: uidOf(job),
-  resourceVersion: Pods.meta(job)["resourceVersion"]
+  resourceVersion: metadataOf(job)["resourceVersion"]
 })
 
 /** An Event to record about the CronJob. */
@@ -160,8 +156,8 @@ export interface Decision {
 
 const byStartTime = (a: JsonObject, b: JsonObject) => {
   // Jobs that never started sort last (upstream's byJobStartTime); ties by name.
-  const ta = Pods.timeMs(obj(a["status"])["startTime"])
-  const tb = Pods.timeMs(obj(b["status"])["startTime"])
+  const ta = timeMs(asObject(a["status"])["startTime"])
+  const tb = timeMs(asObject(b["status"])["startTime"])
   if (ta !== tb) {
     if (ta === undefined) return 1
     if (tb === undefined) return -1
@@ -185,30 +181,30 @@ const beyondHistory = (spec: Record<string, unknown>, jobs: ReadonlyArray<JsonOb
  * syncCronJob followed by its history cleanup.
  */
 export const decide = (cronJob: JsonObject, jobs: ReadonlyArray<JsonObject>, nowMs: number): Decision => {
-  const spec = obj(cronJob["spec"])
-  const status = obj(cronJob["status"])
+  const spec = asObject(cronJob["spec"])
+  const status = asObject(cronJob["status"])
   const events: Array<CronJobEvent> = []
   const next: Record<string, unknown> = { ...status }
-  let active = arr(status["active"]).map(obj)
+  let active = asArray(status["active"]).map(asObject)
   const toDelete: Array<JsonObject> = []
 
   // 1. The active list against the Jobs that exist.
   const byUid = new Map(jobs.map((j) => [uidOf(j), j]))
-  let lastSuccessful = Pods.timeMs(status["lastSuccessfulTime"])
+  let lastSuccessful = timeMs(status["lastSuccessfulTime"])
   for (const job of jobs) {
     const found = active.some((r) => r["uid"] === uidOf(job))
     const finished = Job.finishedCondition(job)
-    if (!found && finished === undefined && !Pods.isTerminating(job)) {
+    if (!found && finished === undefined && !isTerminating(job)) {
       events.push({ type: "Warning", reason: "UnexpectedJob", message: `Saw a job that the controller did not create or forgot: ${nameOf(job)}` })
       // One this controller made (it carries the schedule time) and forgot: back into the list.
       // Others (`kubectl create job --from=cronjob/…`) stay out of it, as upstream.
-      if (obj(Pods.meta(job)["annotations"])[scheduledTimestampAnnotation] !== undefined) active = [...active, jobRef(job)]
+      if (asObject(metadataOf(job)["annotations"])[scheduledTimestampAnnotation] !== undefined) active = [...active, jobRef(job)]
     } else if (found && finished !== undefined) {
       active = active.filter((r) => r["uid"] !== uidOf(job))
       events.push({ type: "Normal", reason: "SawCompletedJob", message: `Saw completed job: ${nameOf(job)}, condition: ${finished.type}` })
     }
     if (finished?.type === "Complete") {
-      const completed = Pods.timeMs(obj(job["status"])["completionTime"])
+      const completed = timeMs(asObject(job["status"])["completionTime"])
       if (completed !== undefined && (lastSuccessful === undefined || completed > lastSuccessful)) lastSuccessful = completed
     }
   }
@@ -216,7 +212,7 @@ export const decide = (cronJob: JsonObject, jobs: ReadonlyArray<JsonObject>, now
     if (!byUid.has(String(ref["uid"]))) events.push({ type: "Normal", reason: "MissingJob", message: `Active job went missing: ${String(ref["name"])}` })
   }
   active = active.filter((r) => byUid.has(String(r["uid"])))
-  if (lastSuccessful !== undefined) next["lastSuccessfulTime"] = Pods.rfc3339(lastSuccessful)
+  if (lastSuccessful !== undefined) next["lastSuccessfulTime"] = rfc3339(lastSuccessful)
 
   const finish = (create: JsonObject | undefined, requeueAfterMs: number | undefined, prune: boolean): Decision => {
     const pruned = prune ? beyondHistory(spec, jobs).filter((j) => !toDelete.includes(j)) : []
@@ -228,14 +224,14 @@ export const decide = (cronJob: JsonObject, jobs: ReadonlyArray<JsonObject>, now
     return {
       delete: [...toDelete, ...pruned],
       create,
-      status: Pods.stableJson(next) === Pods.stableJson(status) ? undefined : next,
+      status: stableJson(next) === stableJson(status) ? undefined : next,
       events,
       ...(requeueAfterMs !== undefined ? { requeueAfterMs: Math.max(0, requeueAfterMs) } : {})
     }
   }
 
   // 2. Whether a schedule time is due.
-  if (Pods.isTerminating(cronJob)) return finish(undefined, undefined, false)
+  if (isTerminating(cronJob)) return finish(undefined, undefined, false)
   const timeZone = spec["timeZone"] as string | undefined
   if (timeZone !== undefined) {
     const invalid = CronSchedule.validateTimeZone(timeZone)
@@ -252,8 +248,8 @@ export const decide = (cronJob: JsonObject, jobs: ReadonlyArray<JsonObject>, now
   }
   const schedule = parsed.right
 
-  const created = Pods.timeMs(Pods.meta(cronJob)["creationTimestamp"]) ?? nowMs
-  const earliest = Pods.timeMs(status["lastScheduleTime"]) ?? created
+  const created = timeMs(metadataOf(cronJob)["creationTimestamp"]) ?? nowMs
+  const earliest = timeMs(status["lastScheduleTime"]) ?? created
   const deadline = num(spec["startingDeadlineSeconds"])
   // Nothing before the starting deadline will be run, so there is no point looking at it.
   const since = deadline === undefined ? earliest : Math.max(earliest, nowMs - deadline * 1000)
@@ -274,12 +270,12 @@ export const decide = (cronJob: JsonObject, jobs: ReadonlyArray<JsonObject>, now
     return finish(undefined, requeueAt(latest), true)
   }
   const name = jobName(nameOf(cronJob), scheduled)
-  if (active.some((r) => r["name"] === name) || Pods.timeMs(status["lastScheduleTime"]) === scheduled) {
+  if (active.some((r) => r["name"] === name) || timeMs(status["lastScheduleTime"]) === scheduled) {
     return finish(undefined, requeueAt(latest), true)
   }
   // A Job for this time exists already (its status write was lost): the time is taken.
   if (jobs.some((j) => nameOf(j) === name)) {
-    next["lastScheduleTime"] = Pods.rfc3339(scheduled)
+    next["lastScheduleTime"] = rfc3339(scheduled)
     return finish(undefined, requeueAt(scheduled), true)
   }
   const policy = spec["concurrencyPolicy"] ?? "Allow"
@@ -295,7 +291,7 @@ export const decide = (cronJob: JsonObject, jobs: ReadonlyArray<JsonObject>, now
       events.push({ type: "Normal", reason: "SuccessfulDelete", message: `Deleted job ${nameOf(job)}` })
     }
   }
-  next["lastScheduleTime"] = Pods.rfc3339(scheduled)
+  next["lastScheduleTime"] = rfc3339(scheduled)
   return finish(jobFor(cronJob, scheduled), requeueAt(scheduled), true)
 }
 
@@ -329,13 +325,13 @@ export const reconciler = (options: { readonly workers?: number } = {}): Control
             (e) => e.status.reason === "AlreadyExists",
             (e) =>
               Effect.flatMap(ctx.client.get(JobRef, namespace, nameOf(job)), (existing) =>
-                Pods.isControlledBy(existing, uidOf(cronJob)) ? Effect.succeed(existing) : Effect.fail(e)
+                isControlledBy(existing, uidOf(cronJob)) ? Effect.succeed(existing) : Effect.fail(e)
               )
           ),
           Effect.tapError((e) => ctx.events.record(cronJob, "Warning", "FailedCreate", `Error creating job: ${e.message}`))
         )
-        const base = status ?? obj(cronJob["status"])
-        const active = arr(base["active"]).map(obj).filter((r) => r["uid"] !== uidOf(made))
+        const base = status ?? asObject(cronJob["status"])
+        const active = asArray(base["active"]).map(asObject).filter((r) => r["uid"] !== uidOf(made))
         status = { ...base, active: [...active, jobRef(made)] }
         yield* ctx.events.record(cronJob, "Normal", "SuccessfulCreate", `Created job ${nameOf(made)}`)
       }

@@ -22,33 +22,31 @@ import type * as Client from "../client/Client.js"
 import * as IntOrString from "../model/IntOrString.js"
 import * as Controller from "./Controller.js"
 import * as History from "./History.js"
-import * as Informer from "./Informer.js"
+import * as Informer from "../informer/Informer.js"
 import * as NodeEligibility from "./internal/NodeEligibility.js"
-import * as Pods from "./Pods.js"
+import * as Pods from "../object/Pods.js"
+import { type JsonObject, asObject, asString, stableJson } from "../object/Json.js"
+import { isTerminating, metadataOf } from "../object/Metadata.js"
+import * as ResourceRefs from "../object/ResourceRefs.js"
 
-type JsonObject = Client.JsonObject
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
-const str = (v: unknown): string => (typeof v === "string" ? v : "")
 
 /** The DaemonSet resource. */
 export const DaemonSetRef: Client.ResourceRef = { apiVersion: "apps/v1", kind: "DaemonSet" }
-const PodRef: Client.ResourceRef = { apiVersion: "v1", kind: "Pod" }
-const NodeRef: Client.ResourceRef = { apiVersion: "v1", kind: "Node" }
 
 /** Label carrying the template generation a pod was made from (upstream, deprecated but still set). */
 export const TemplateGenerationLabel = "pod-template-generation"
 /** The annotation upstream's API server keeps the template generation in; used when present. */
 export const TemplateGenerationAnnotation = "deprecated.daemonset.template.generation"
 
-const nameOf = (o: JsonObject) => str(Pods.meta(o)["name"])
-const uidOf = (o: JsonObject) => str(Pods.meta(o)["uid"])
-const labelsOf = (o: JsonObject) => obj(Pods.meta(o)["labels"]) as Record<string, string>
+const nameOf = (o: JsonObject) => asString(metadataOf(o)["name"])
+const uidOf = (o: JsonObject) => asString(metadataOf(o)["uid"])
+const labelsOf = (o: JsonObject) => asObject(metadataOf(o)["labels"]) as Record<string, string>
 
 /** The template generation of a DaemonSet: the upstream annotation, else `metadata.generation`. */
 export const templateGeneration = (ds: JsonObject): string => {
-  const annotated = obj(Pods.meta(ds)["annotations"])[TemplateGenerationAnnotation]
-  return typeof annotated === "string" && annotated !== "" ? annotated : String(Pods.meta(ds)["generation"] ?? 0)
+  const annotated = asObject(metadataOf(ds)["annotations"])[TemplateGenerationAnnotation]
+  return typeof annotated === "string" && annotated !== "" ? annotated : String(metadataOf(ds)["generation"] ?? 0)
 }
 
 /** Whether a pod runs the DaemonSet's present template: its hash or its template generation matches. */
@@ -59,12 +57,12 @@ export const isUpdated = (pod: JsonObject, hash: string, generation: string): bo
 
 /** The pod the DaemonSet runs on `node`: its template with the daemon tolerations, pinned to the node. */
 export const newPod = (ds: JsonObject, node: string, hash: string): JsonObject => {
-  const template = obj(obj(ds["spec"])["template"])
+  const template = asObject(asObject(ds["spec"])["template"])
   const pod = Pods.fromTemplate(template, ds, {
     extraLabels: { [History.HashLabel]: hash, [TemplateGenerationLabel]: templateGeneration(ds) }
   })
-  const spec = NodeEligibility.withDaemonTolerations(obj(pod["spec"]))
-  return { ...pod, spec: { ...spec, affinity: NodeEligibility.withNodeNameAffinity(obj(spec["affinity"]), node) } }
+  const spec = NodeEligibility.withDaemonTolerations(asObject(pod["spec"]))
+  return { ...pod, spec: { ...spec, affinity: NodeEligibility.withNodeNameAffinity(asObject(spec["affinity"]), node) } }
 }
 
 /** The failed-pod backoff of one node: the last time a failed pod was deleted and the current delay. */
@@ -110,8 +108,8 @@ export interface Actions {
 
 // Oldest first; on a tie, a running pod before a pending one (upstream podByCreationTimestampAndPhase).
 const byAge = (a: JsonObject, b: JsonObject) => {
-  const ta = String(Pods.meta(a)["creationTimestamp"] ?? "")
-  const tb = String(Pods.meta(b)["creationTimestamp"] ?? "")
+  const ta = String(metadataOf(a)["creationTimestamp"] ?? "")
+  const tb = String(metadataOf(b)["creationTimestamp"] ?? "")
   if (ta !== tb) return ta < tb ? -1 : 1
   const ra = Pods.phase(a) === "Running" ? 0 : 1
   const rb = Pods.phase(b) === "Running" ? 0 : 1
@@ -138,9 +136,9 @@ const byNode = (pods: ReadonlyArray<JsonObject>, include: (pod: JsonObject) => b
  * (upstream rounds both up); both are 0 under OnDelete.
  */
 export const rolloutBounds = (ds: JsonObject, desired: number): { readonly maxUnavailable: number; readonly maxSurge: number } => {
-  const strategy = obj(obj(ds["spec"])["updateStrategy"])
+  const strategy = asObject(asObject(ds["spec"])["updateStrategy"])
   if (strategy["type"] === "OnDelete") return { maxUnavailable: 0, maxSurge: 0 }
-  const rolling = obj(strategy["rollingUpdate"])
+  const rolling = asObject(strategy["rollingUpdate"])
   const scaled = (v: unknown, fallback: number) => {
     if (typeof v !== "number" && typeof v !== "string") return fallback
     const r = IntOrString.scaledValue(v, desired, true)
@@ -155,8 +153,8 @@ export const rolloutBounds = (ds: JsonObject, desired: number): { readonly maxUn
 
 /** Decide one sync of a DaemonSet (pure): pods to create and delete, status, backoff. */
 export const decide = (ds: JsonObject, observed: Observed, now: number): Actions => {
-  const spec = obj(ds["spec"])
-  const template = obj(spec["template"])
+  const spec = asObject(ds["spec"])
+  const template = asObject(spec["template"])
   const minReadySeconds = Number(spec["minReadySeconds"] ?? 0)
   const generation = templateGeneration(ds)
   const policy = observed.backoffPolicy ?? defaultBackoff
@@ -177,7 +175,7 @@ export const decide = (ds: JsonObject, observed: Observed, now: number): Actions
     }
     return { createOn, deletePods, backoff, status, ...(waits.length > 0 ? { requeueAfterMs: Math.min(...waits) } : {}) }
   }
-  if (Pods.isTerminating(ds)) return done()
+  if (isTerminating(ds)) return done()
 
   // 1. Manage: every node that should run a pod has exactly one; no other node has any.
   const all = byNode(observed.pods, () => true)
@@ -190,7 +188,7 @@ export const decide = (ds: JsonObject, observed: Observed, now: number): Actions
     } else if (verdict.shouldContinueRunning) {
       const running: Array<JsonObject> = []
       for (const pod of pods) {
-        if (Pods.isTerminating(pod)) continue
+        if (isTerminating(pod)) continue
         if (Pods.phase(pod) === "Failed") {
           // Kubelets may keep rejecting a pod: back off per node instead of hot-looping.
           const entry = observed.backoff.get(name)
@@ -227,21 +225,21 @@ export const decide = (ds: JsonObject, observed: Observed, now: number): Actions
         }
       }
     } else {
-      for (const pod of pods) if (!Pods.isTerminating(pod)) remove(pod, name, "Ineligible")
+      for (const pod of pods) if (!isTerminating(pod)) remove(pod, name, "Ineligible")
     }
   }
   // Pods pinned or bound to nodes that no longer exist.
   for (const [name, pods] of all) {
     if (verdicts.has(name)) continue
-    for (const pod of pods) if (!Pods.isTerminating(pod)) remove(pod, name, "NodeGone")
+    for (const pod of pods) if (!isTerminating(pod)) remove(pod, name, "NodeGone")
   }
 
   // Like upstream's expectations: a rollout step waits until this sync's own writes are observed.
   if (createOn.length > 0 || deletePods.length > 0) return done()
-  if (obj(spec["updateStrategy"])["type"] === "OnDelete") return done()
+  if (asObject(spec["updateStrategy"])["type"] === "OnDelete") return done()
 
   // 2. Rolling update over the nodes that run or should run a pod.
-  const live = byNode(observed.pods, (p) => !Pods.isTerminating(p) && Pods.phase(p) !== "Failed" && Pods.phase(p) !== "Succeeded")
+  const live = byNode(observed.pods, (p) => !isTerminating(p) && Pods.phase(p) !== "Failed" && Pods.phase(p) !== "Succeeded")
   let desired = 0
   for (const node of nodes) {
     if (!verdicts.get(nameOf(node))!.shouldRun) continue
@@ -326,9 +324,9 @@ const statusOf = (
   observed: Observed,
   now: number
 ): JsonObject => {
-  const minReadySeconds = Number(obj(ds["spec"])["minReadySeconds"] ?? 0)
+  const minReadySeconds = Number(asObject(ds["spec"])["minReadySeconds"] ?? 0)
   const generation = templateGeneration(ds)
-  const live = byNode(observed.pods, (p) => !Pods.isTerminating(p) && Pods.phase(p) !== "Failed" && Pods.phase(p) !== "Succeeded")
+  const live = byNode(observed.pods, (p) => !isTerminating(p) && Pods.phase(p) !== "Failed" && Pods.phase(p) !== "Succeeded")
   let desired = 0
   let current = 0
   let misscheduled = 0
@@ -359,14 +357,14 @@ const statusOf = (
     numberAvailable: available,
     numberUnavailable: desired - available,
     updatedNumberScheduled: updated,
-    observedGeneration: Pods.meta(ds)["generation"] ?? 0,
+    observedGeneration: metadataOf(ds)["generation"] ?? 0,
     collisionCount: observed.collisionCount
   }
 }
 
 const statusChanged = (ds: JsonObject, next: JsonObject): boolean => {
-  const old = obj(ds["status"])
-  return Object.keys(next).some((k) => Pods.stableJson(old[k] ?? 0) !== Pods.stableJson(next[k]))
+  const old = asObject(ds["status"])
+  return Object.keys(next).some((k) => stableJson(old[k] ?? 0) !== stableJson(next[k]))
 }
 
 // A node change that can change a DaemonSet's decision: membership, labels, taints, cordoning,
@@ -374,11 +372,11 @@ const statusChanged = (ds: JsonObject, next: JsonObject): boolean => {
 const nodeFacts = (node: JsonObject | undefined) =>
   node === undefined
     ? ""
-    : Pods.stableJson({
-        labels: Pods.meta(node)["labels"],
-        taints: obj(node["spec"])["taints"],
-        unschedulable: obj(node["spec"])["unschedulable"],
-        conditions: ((obj(node["status"])["conditions"] as ReadonlyArray<Record<string, unknown>> | undefined) ?? []).map((c) => `${String(c["type"])}=${String(c["status"])}`)
+    : stableJson({
+        labels: metadataOf(node)["labels"],
+        taints: asObject(node["spec"])["taints"],
+        unschedulable: asObject(node["spec"])["unschedulable"],
+        conditions: ((asObject(node["status"])["conditions"] as ReadonlyArray<Record<string, unknown>> | undefined) ?? []).map((c) => `${String(c["type"])}=${String(c["status"])}`)
       })
 
 /** Key mapper: a relevant node change queues every DaemonSet. */
@@ -402,9 +400,9 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => {
     name: "daemonset",
     primary: DaemonSetRef,
     watches: [
-      { ref: PodRef, keys: Controller.controllerOf("DaemonSet") },
+      { ref: ResourceRefs.Pod, keys: Controller.controllerOf("DaemonSet") },
       { ref: History.ControllerRevisionRef, keys: Controller.controllerOf("DaemonSet") },
-      { ref: NodeRef, keys: nodeKeys }
+      { ref: ResourceRefs.Node, keys: nodeKeys }
     ],
     ...(options.workers !== undefined ? { workers: options.workers } : {}),
     reconcile: (key, ctx) =>
@@ -416,16 +414,16 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => {
           return
         }
         // A DaemonSet being deleted is left to the garbage collector.
-        if (Pods.isTerminating(ds)) return
+        if (isTerminating(ds)) return
         const uid = uidOf(ds)
         const now = yield* Clock.currentTimeMillis
-        const pods = ctx.informers.for(PodRef).controlledBy(uid)
-        const nodes = ctx.informers.for(NodeRef).list()
+        const pods = ctx.informers.for(ResourceRefs.Pod).controlledBy(uid)
+        const nodes = ctx.informers.for(ResourceRefs.Node).list()
         const revisions = ctx.informers.for(History.ControllerRevisionRef).controlledBy(uid)
 
         const data = History.patchOf(ds)
-        const template = obj(obj(ds["spec"])["template"])
-        const collisionCount = Number(obj(ds["status"])["collisionCount"] ?? 0)
+        const template = asObject(asObject(ds["spec"])["template"])
+        const collisionCount = Number(asObject(ds["status"])["collisionCount"] ?? 0)
         const resolved = yield* History.ensure(
           ctx.client,
           ds,
@@ -444,14 +442,14 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => {
         )
         for (const [node, entry] of actions.backoff) backoffs.set(`${prefix}${node}`, entry)
 
-        const ns = str(Pods.meta(ds)["namespace"])
+        const ns = asString(metadataOf(ds)["namespace"])
         for (const d of actions.deletePods) {
           if (d.reason === "Failed") {
             yield* ctx.events.record(ds, "Warning", "FailedDaemonPod", `Found failed daemon pod ${ns}/${d.name} on node ${d.node}, will try to kill it`)
           }
           // A pod whose node is gone has no kubelet to finish a graceful deletion.
           const deleteOptions = { preconditions: { uid: d.uid }, ...(d.reason === "NodeGone" ? { gracePeriodSeconds: 0 } : {}) }
-          const deleted = yield* Effect.either(ctx.client.delete(PodRef, ns, d.name, deleteOptions))
+          const deleted = yield* Effect.either(ctx.client.delete(ResourceRefs.Pod, ns, d.name, deleteOptions))
           if (deleted._tag === "Left") {
             if (deleted.left.status.code === 404 || deleted.left.status.code === 409) continue
             yield* ctx.events.record(ds, "Warning", "FailedDelete", `Error deleting: ${deleted.left.message}`)
@@ -473,7 +471,7 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => {
         }
 
         // Keep at most revisionHistoryLimit revisions no pod runs.
-        const limit = obj(ds["spec"])["revisionHistoryLimit"]
+        const limit = asObject(ds["spec"])["revisionHistoryLimit"]
         const podHashes = new Set(pods.map((p) => labelsOf(p)[History.HashLabel] ?? ""))
         const live = new Set([nameOf(resolved.revision), ...revisions.filter((r) => podHashes.has(History.hashOf(r))).map(nameOf)])
         for (const r of History.toTruncate(revisions, live, typeof limit === "number" ? limit : History.defaultHistoryLimit)) {

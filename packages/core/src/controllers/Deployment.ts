@@ -34,21 +34,22 @@
 import { Clock, Effect } from "effect"
 import type * as ApiError from "../api/ApiError.js"
 import type * as Client from "../client/Client.js"
-import * as Conditions from "./Conditions.js"
+import * as Conditions from "../object/Conditions.js"
 import * as Controller from "./Controller.js"
-import * as Informer from "./Informer.js"
+import * as Informer from "../informer/Informer.js"
 import * as Rollout from "./internal/Rollout.js"
-import * as Pods from "./Pods.js"
+import * as Pods from "../object/Pods.js"
 import * as ReplicaSet from "./ReplicaSet.js"
+import { type JsonObject, stableJson } from "../object/Json.js"
+import { controllerRefOf, isControlledBy, isTerminating, labelsOf, metadataOf, ownerReference, rfc3339, timeMs } from "../object/Metadata.js"
+import * as ResourceRefs from "../object/ResourceRefs.js"
 
-type JsonObject = Client.JsonObject
 type Condition = Conditions.Condition
 
 /** The Deployment resource. */
 export const DeploymentRef: Client.ResourceRef = { apiVersion: "apps/v1", kind: "Deployment" }
 
 const ReplicaSetRef = ReplicaSet.ReplicaSetRef
-const PodRef: Client.ResourceRef = { apiVersion: "v1", kind: "Pod" }
 
 /** The label telling a Deployment's ReplicaSets (and their pods) apart. */
 export const PodTemplateHashLabel = Rollout.PodTemplateHashLabel
@@ -150,7 +151,7 @@ export interface Observed {
 export const decide = (observed: Observed, nowMs: number): Decision => {
   const d = observed.deployment
   const spec = specOf(d)
-  const now = Pods.rfc3339(nowMs)
+  const now = rfc3339(nowMs)
   const storedStatus = obj(d["status"])
   const stored = countsOf(storedStatus)
   const claimed = ReplicaSet.claim(d, observed.replicaSets)
@@ -199,14 +200,14 @@ export const decide = (observed: Observed, nowMs: number): Decision => {
 
   /** Upstream's scaleReplicaSet: set the size and the replicas annotations; an event on a size change. */
   const scale = (rs: Rs, to: number, operation: string) => {
-    const before = Pods.stableJson(rs.annotations)
+    const before = stableJson(rs.annotations)
     setReplicasAnnotations(rs)
     const resized = rs.replicas !== to
     if (resized) {
       rs.events.push(`Scaled ${operation} replica set ${rs.name} from ${rs.replicas} to ${to}`)
       rs.replicas = to
     }
-    if (resized || Pods.stableJson(rs.annotations) !== before) touch(rs)
+    if (resized || stableJson(rs.annotations) !== before) touch(rs)
     return resized
   }
   const scaleAndRecord = (rs: Rs, to: number) => (rs.replicas === to ? false : scale(rs, to, rs.replicas < to ? "up" : "down"))
@@ -219,7 +220,7 @@ export const decide = (observed: Observed, nowMs: number): Decision => {
     if (existing !== undefined) {
       setNewReplicaSetAnnotations(existing, newRevision, true)
       existing.minReadySeconds = spec.minReadySeconds
-      if (Pods.stableJson(existing.annotations) !== Pods.stableJson(existing.storedAnnotations) || existing.minReadySeconds !== existing.storedMinReadySeconds) {
+      if (stableJson(existing.annotations) !== stableJson(existing.storedAnnotations) || existing.minReadySeconds !== existing.storedMinReadySeconds) {
         touch(existing)
       }
       setDeploymentRevision(existing.annotations[RevisionAnnotation])
@@ -238,7 +239,7 @@ export const decide = (observed: Observed, nowMs: number): Decision => {
       ...planned({
         apiVersion: "apps/v1",
         kind: "ReplicaSet",
-        metadata: { name: `${spec.name}-${hash}`, namespace: spec.namespace, labels, ownerReferences: [Pods.ownerReference(d)] },
+        metadata: { name: `${spec.name}-${hash}`, namespace: spec.namespace, labels, ownerReferences: [ownerReference(d)] },
         spec: {
           replicas: 0,
           minReadySeconds: spec.minReadySeconds,
@@ -331,7 +332,7 @@ export const decide = (observed: Observed, nowMs: number): Decision => {
     } else conditions = Conditions.remove(conditions, "ReplicaFailure")
     // Look again when the deadline passes, unless the rollout is done or already timed out.
     const cond = Conditions.get(conditions, "Progressing")
-    const from = Pods.timeMs(cond?.lastUpdateTime)
+    const from = timeMs(cond?.lastUpdateTime)
     if (deadline && cond !== undefined && from !== undefined && !complete(spec, counts) && cond.reason !== Reason.ProgressDeadlineExceeded) {
       // Timestamps have whole seconds and the check is strict: a little past the deadline.
       requeueAfterMs = Math.max(0, from + spec.progressDeadlineSeconds! * 1000 - nowMs) + 100
@@ -343,7 +344,7 @@ export const decide = (observed: Observed, nowMs: number): Decision => {
     const cond = Conditions.get(conditions, "Progressing")
     if (cond === undefined || cond.reason === Reason.NewReplicaSetAvailable) return false
     if (cond.reason === Reason.ProgressDeadlineExceeded) return true
-    const from = Pods.timeMs(cond.lastUpdateTime)
+    const from = timeMs(cond.lastUpdateTime)
     return from !== undefined && from + spec.progressDeadlineSeconds! * 1000 < nowMs
   }
 
@@ -439,9 +440,9 @@ export const decide = (observed: Observed, nowMs: number): Decision => {
     if (sum(olds, (rs) => rs.statusReplicas) > 0) return true
     const oldUids = new Set(olds.map((rs) => rs.uid))
     return (observed.pods ?? []).some((pod) => {
-      const owner = Pods.controllerRef(pod)?.["uid"]
+      const owner = controllerRefOf(pod)?.["uid"]
       if (typeof owner !== "string" || !oldUids.has(owner) || owner === newRS?.uid) return false
-      if (!ReplicaSet.selects(d, obj(Pods.meta(pod)["labels"]) as Record<string, string>)) return false
+      if (!ReplicaSet.selects(d, obj(metadataOf(pod)["labels"]) as Record<string, string>)) return false
       const phase = Pods.phase(pod)
       return phase !== "Succeeded" && phase !== "Failed"
     })
@@ -460,7 +461,7 @@ export const decide = (observed: Observed, nowMs: number): Decision => {
     }
   }
 
-  if (Pods.isTerminating(d)) {
+  if (isTerminating(d)) {
     // Being deleted (upstream's syncStatusOnly): no scaling, only the status and revisions kept current.
     const { newRS, olds } = replicaSets(false)
     calculateStatus([...olds, ...(newRS ? [newRS] : [])], newRS)
@@ -501,15 +502,15 @@ export const decide = (observed: Observed, nowMs: number): Decision => {
     ...(collisionCount !== undefined ? { collisionCount } : {})
   }
   const changed =
-    Pods.stableJson(countsOf(storedStatus)) !== Pods.stableJson(counts) ||
-    Pods.stableJson(arr(storedStatus["conditions"])) !== Pods.stableJson(conditions)
+    stableJson(countsOf(storedStatus)) !== stableJson(counts) ||
+    stableJson(arr(storedStatus["conditions"])) !== stableJson(conditions)
   return { adopt: claimed.adopt, release: claimed.release, actions, status: changed ? status : undefined, requeueAfterMs }
 }
 
 /** The ReplicaSet a planned creation writes: the draft with the planned size and annotations. */
 const materialize = (rs: Rs): JsonObject => ({
   ...rs.object,
-  metadata: { ...Pods.meta(rs.object), annotations: rs.annotations },
+  metadata: { ...metadataOf(rs.object), annotations: rs.annotations },
   spec: { ...obj(rs.object["spec"]), replicas: rs.replicas, minReadySeconds: rs.minReadySeconds }
 })
 
@@ -521,7 +522,7 @@ export const createFailedStatus = (d: JsonObject, message: string, nowMs: number
   if (!hasProgressDeadline(specOf(d))) return undefined
   const conditions = arr(obj(d["status"])["conditions"]) as ReadonlyArray<Condition>
   return {
-    conditions: setCondition(conditions, { type: "Progressing", status: "False", reason: Reason.ReplicaSetCreateError, message }, Pods.rfc3339(nowMs))
+    conditions: setCondition(conditions, { type: "Progressing", status: "False", reason: Reason.ReplicaSetCreateError, message }, rfc3339(nowMs))
   }
 }
 
@@ -529,7 +530,7 @@ const isNotFound = (e: ApiError.ApiError) => e.status.code === 404
 
 const patchStatus = (ctx: Controller.Context, d: JsonObject, status: JsonObject) =>
   Effect.catchIf(
-    ctx.client.patch(DeploymentRef, Pods.meta(d)["namespace"] as string | undefined, nameOf(d), "merge", { status }, "status"),
+    ctx.client.patch(DeploymentRef, metadataOf(d)["namespace"] as string | undefined, nameOf(d), "merge", { status }, "status"),
     isNotFound,
     () => Effect.succeed({})
   )
@@ -546,11 +547,11 @@ const createReplicaSet = (ctx: Controller.Context, d: JsonObject, rs: JsonObject
     const result = yield* Effect.either(ctx.client.create(rs))
     if (result._tag === "Right") return true
     const error = result.left
-    const ns = Pods.meta(d)["namespace"] as string | undefined
+    const ns = metadataOf(d)["namespace"] as string | undefined
     if (error.status.reason === "AlreadyExists") {
       const existing = yield* Effect.catchIf(ctx.client.get(ReplicaSetRef, ns, nameOf(rs)), isNotFound, () => Effect.succeed(undefined))
       // Ours with this template: an informer behind; the next sync finds it.
-      if (existing !== undefined && Pods.isControlledBy(existing, uidOf(d)) && equalIgnoreHash(obj(existing["spec"])["template"], obj(d["spec"])["template"])) {
+      if (existing !== undefined && isControlledBy(existing, uidOf(d)) && equalIgnoreHash(obj(existing["spec"])["template"], obj(d["spec"])["template"])) {
         return false
       }
       yield* patchStatus(ctx, d, { collisionCount: num(obj(d["status"])["collisionCount"]) + 1 })
@@ -566,7 +567,7 @@ const createReplicaSet = (ctx: Controller.Context, d: JsonObject, rs: JsonObject
 /** Apply a decision's writes in order; the first failure stops the rest (the key is retried). */
 const apply = (ctx: Controller.Context, d: JsonObject, decision: Decision, nowMs: number) =>
   Effect.gen(function* () {
-    const ns = Pods.meta(d)["namespace"] as string | undefined
+    const ns = metadataOf(d)["namespace"] as string | undefined
     for (const action of decision.actions) {
       switch (action.type) {
         case "create": {
@@ -590,14 +591,13 @@ const apply = (ctx: Controller.Context, d: JsonObject, decision: Decision, nowMs
     return decision.requeueAfterMs === undefined ? undefined : { requeueAfterMs: decision.requeueAfterMs }
   })
 
-const labelsOf = (o: JsonObject) => obj(Pods.meta(o)["labels"]) as Record<string, string>
 
 /** Queue the Deployments a ReplicaSet change concerns: its controller, or for an orphan, every Deployment selecting it. */
 const replicaSetKeys: Controller.KeyMapper = (change, informers) => {
   const keys = new Set(Controller.controllerOf("Deployment")(change, informers))
   const rs = change.object
-  if (change.type !== "DELETED" && Pods.controllerRef(rs) === undefined) {
-    const ns = Pods.meta(rs)["namespace"] as string | undefined
+  if (change.type !== "DELETED" && controllerRefOf(rs) === undefined) {
+    const ns = metadataOf(rs)["namespace"] as string | undefined
     for (const d of informers.for(DeploymentRef).list(ns)) if (ReplicaSet.selects(d, labelsOf(rs))) keys.add(Informer.keyOf(d))
   }
   return [...keys]
@@ -606,11 +606,11 @@ const replicaSetKeys: Controller.KeyMapper = (change, informers) => {
 /** A deleted pod concerns its Deployment only under Recreate, which waits for old pods to be gone. */
 const podKeys: Controller.KeyMapper = (change, informers) => {
   if (change.type !== "DELETED") return []
-  const ns = Pods.meta(change.object)["namespace"] as string | undefined
-  const rsRef = Pods.controllerRef(change.object)
+  const ns = metadataOf(change.object)["namespace"] as string | undefined
+  const rsRef = controllerRefOf(change.object)
   if (rsRef === undefined || rsRef["kind"] !== "ReplicaSet") return []
   const rs = informers.for(ReplicaSetRef).get(ns, String(rsRef["name"]))
-  const dRef = rs === undefined ? undefined : Pods.controllerRef(rs)
+  const dRef = rs === undefined ? undefined : controllerRefOf(rs)
   if (dRef === undefined || dRef["kind"] !== "Deployment") return []
   const d = informers.for(DeploymentRef).get(ns, String(dRef["name"]))
   return d !== undefined && obj(obj(d["spec"])["strategy"])["type"] === "Recreate" ? [Informer.keyOf(d)] : []
@@ -628,7 +628,7 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => ({
   primary: DeploymentRef,
   watches: [
     { ref: ReplicaSetRef, keys: replicaSetKeys },
-    { ref: PodRef, keys: podKeys }
+    { ref: ResourceRefs.Pod, keys: podKeys }
   ],
   workers: options.workers ?? 5,
   reconcile: (key, ctx) =>
@@ -642,7 +642,7 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => ({
         {
           deployment: d,
           replicaSets: ctx.informers.for(ReplicaSetRef).list(namespace),
-          ...(recreate ? { pods: ctx.informers.for(PodRef).list(namespace) } : {})
+          ...(recreate ? { pods: ctx.informers.for(ResourceRefs.Pod).list(namespace) } : {})
         },
         now
       )

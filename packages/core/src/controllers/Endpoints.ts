@@ -25,14 +25,16 @@
  * `EndpointSlice.ts`.
  */
 import { Clock, Effect } from "effect"
-import { jsonEqual } from "../api/Strategies.js"
+import { jsonEqual } from "../object/Json.js"
 import type * as Client from "../client/Client.js"
 import { RegionLabel } from "../model/Meta.js"
 import type * as Controller from "./Controller.js"
-import * as Informer from "./Informer.js"
-import * as Pods from "./Pods.js"
+import * as Informer from "../informer/Informer.js"
+import * as Pods from "../object/Pods.js"
+import { type JsonObject, asArray, asObject, asString, stableJson } from "../object/Json.js"
+import { isTerminating, metadataOf, rfc3339, timeMs } from "../object/Metadata.js"
+import * as ResourceRefs from "../object/ResourceRefs.js"
 
-type JsonObject = Client.JsonObject
 
 /** The Service resource. */
 export const ServiceRef: Client.ResourceRef = { apiVersion: "v1", kind: "Service" }
@@ -40,7 +42,6 @@ export const ServiceRef: Client.ResourceRef = { apiVersion: "v1", kind: "Service
 /** The Endpoints resource. */
 export const EndpointsRef: Client.ResourceRef = { apiVersion: "v1", kind: "Endpoints" }
 
-const PodRef: Client.ResourceRef = { apiVersion: "v1", kind: "Pod" }
 
 /** The label telling the EndpointSlice mirroring controller not to mirror an Endpoints object. */
 export const SkipMirrorLabel = "endpointslice.kubernetes.io/skip-mirror"
@@ -57,12 +58,9 @@ export const OverCapacityAnnotation = "endpoints.kubernetes.io/over-capacity"
 /** The most addresses an Endpoints object holds. */
 export const maxCapacity = 1000
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
-const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
-const str = (v: unknown): string => (typeof v === "string" ? v : "")
 const strings = (v: unknown): Record<string, string> => {
   const out: Record<string, string> = {}
-  for (const [k, x] of Object.entries(obj(v))) if (typeof x === "string") out[k] = x
+  for (const [k, x] of Object.entries(asObject(v))) if (typeof x === "string") out[k] = x
   return out
 }
 
@@ -70,32 +68,32 @@ const strings = (v: unknown): Record<string, string> => {
 
 /** The Service's selector, or undefined when it has none (an empty map is none, as Go stores it). */
 export const selectorOf = (service: JsonObject): Record<string, string> | undefined => {
-  const s = strings(obj(service["spec"])["selector"])
+  const s = strings(asObject(service["spec"])["selector"])
   return Object.keys(s).length === 0 ? undefined : s
 }
 
 /** Whether the Service's selector selects the pod (equality on every key, as `labels.SelectorFromSet`). */
 export const selects = (service: JsonObject, pod: JsonObject): boolean => {
   const selector = selectorOf(service)
-  if (selector === undefined || str(Pods.meta(pod)["namespace"]) !== str(Pods.meta(service)["namespace"])) return false
-  const labels = strings(Pods.meta(pod)["labels"])
+  if (selector === undefined || asString(metadataOf(pod)["namespace"]) !== asString(metadataOf(service)["namespace"])) return false
+  const labels = strings(metadataOf(pod)["labels"])
   return Object.entries(selector).every(([k, v]) => labels[k] === v)
 }
 
 /** Whether the endpoint controllers manage this Service: it has a selector and is not ExternalName. */
-export const managed = (service: JsonObject): boolean => selectorOf(service) !== undefined && obj(service["spec"])["type"] !== "ExternalName"
+export const managed = (service: JsonObject): boolean => selectorOf(service) !== undefined && asObject(service["spec"])["type"] !== "ExternalName"
 
 /** Whether the Service has a cluster IP (not headless, not ExternalName). */
 export const isServiceIPSet = (service: JsonObject): boolean => {
-  const ip = str(obj(service["spec"])["clusterIP"])
+  const ip = asString(asObject(service["spec"])["clusterIP"])
   return ip !== "" && ip !== "None"
 }
 
 /** The pod's IPs (`status.podIPs`, else `status.podIP`). */
 export const podIPs = (pod: JsonObject): ReadonlyArray<string> => {
-  const status = obj(pod["status"])
-  const ips = arr(status["podIPs"]).map((p) => str(obj(p)["ip"])).filter((ip) => ip !== "")
-  return ips.length > 0 ? ips : str(status["podIP"]) === "" ? [] : [str(status["podIP"])]
+  const status = asObject(pod["status"])
+  const ips = asArray(status["podIPs"]).map((p) => asString(asObject(p)["ip"])).filter((ip) => ip !== "")
+  return ips.length > 0 ? ips : asString(status["podIP"]) === "" ? [] : [asString(status["podIP"])]
 }
 
 /** Whether an address is IPv6 (the one distinction endpoint families need). */
@@ -109,7 +107,7 @@ export const shouldPodBeInEndpoints = (pod: JsonObject, includeTerminating: bool
   const phase = Pods.phase(pod)
   if (phase === "Succeeded" || phase === "Failed") return false
   if (podIPs(pod).length === 0) return false
-  return includeTerminating || !Pods.isTerminating(pod)
+  return includeTerminating || !isTerminating(pod)
 }
 
 /**
@@ -118,7 +116,7 @@ export const shouldPodBeInEndpoints = (pod: JsonObject, includeTerminating: bool
  * undefined when the pod has none.
  */
 export const findPort = (pod: JsonObject, servicePort: Record<string, unknown>): number | undefined => {
-  const protocol = str(servicePort["protocol"]) || "TCP"
+  const protocol = asString(servicePort["protocol"]) || "TCP"
   const port = containerPortOf(pod, servicePort, protocol)
   return port === undefined ? undefined : (hostPortOf(pod, port, protocol) ?? port)
 }
@@ -128,9 +126,9 @@ export const findPort = (pod: JsonObject, servicePort: Record<string, unknown>):
  * (`status.hostPorts`), and that is where the pod answers.
  */
 const hostPortOf = (pod: JsonObject, port: number, protocol: string): number | undefined => {
-  for (const h of arr(obj(pod["status"])["hostPorts"])) {
-    const m = obj(h)
-    if (m["containerPort"] === port && (str(m["protocol"]) || "TCP") === protocol && typeof m["hostPort"] === "number") return m["hostPort"]
+  for (const h of asArray(asObject(pod["status"])["hostPorts"])) {
+    const m = asObject(h)
+    if (m["containerPort"] === port && (asString(m["protocol"]) || "TCP") === protocol && typeof m["hostPort"] === "number") return m["hostPort"]
   }
   return undefined
 }
@@ -140,12 +138,12 @@ const containerPortOf = (pod: JsonObject, servicePort: Record<string, unknown>, 
   if (typeof target === "number") return target
   if (typeof target !== "string") return undefined
   if (/^\d+$/.test(target)) return Number(target)
-  const spec = obj(pod["spec"])
-  const containers = [...arr(spec["containers"]), ...arr(spec["initContainers"]).filter((c) => obj(c)["restartPolicy"] === "Always")]
+  const spec = asObject(pod["spec"])
+  const containers = [...asArray(spec["containers"]), ...asArray(spec["initContainers"]).filter((c) => asObject(c)["restartPolicy"] === "Always")]
   for (const c of containers) {
-    for (const p of arr(obj(c)["ports"])) {
-      const port = obj(p)
-      if (port["name"] === target && (str(port["protocol"]) || "TCP") === protocol && typeof port["containerPort"] === "number") return port["containerPort"]
+    for (const p of asArray(asObject(c)["ports"])) {
+      const port = asObject(p)
+      if (port["name"] === target && (asString(port["protocol"]) || "TCP") === protocol && typeof port["containerPort"] === "number") return port["containerPort"]
     }
   }
   return undefined
@@ -153,47 +151,47 @@ const containerPortOf = (pod: JsonObject, servicePort: Record<string, unknown>, 
 
 /** Whether the endpoint of a pod gets the pod's hostname (the pod names the Service as its subdomain). */
 export const shouldSetHostname = (pod: JsonObject, service: JsonObject): boolean => {
-  const spec = obj(pod["spec"])
-  return str(spec["hostname"]) !== "" && str(spec["subdomain"]) === str(Pods.meta(service)["name"]) && str(Pods.meta(pod)["namespace"]) === str(Pods.meta(service)["namespace"])
+  const spec = asObject(pod["spec"])
+  return asString(spec["hostname"]) !== "" && asString(spec["subdomain"]) === asString(metadataOf(service)["name"]) && asString(metadataOf(pod)["namespace"]) === asString(metadataOf(service)["namespace"])
 }
 
 /** The pods a Service selects, from the pod informer. */
 export const podsOf = (service: JsonObject, informers: Informer.Informers): ReadonlyArray<JsonObject> =>
   informers
-    .for(PodRef)
-    .list(str(Pods.meta(service)["namespace"]))
+    .for(ResourceRefs.Pod)
+    .list(asString(metadataOf(service)["namespace"]))
     .filter((p) => selects(service, p))
 
 // What of a pod endpoints depend on; other changes (most status updates) queue nothing.
 const endpointView = (pod: JsonObject): string => {
-  const spec = obj(pod["spec"])
-  return Pods.stableJson({
-    labels: Pods.meta(pod)["labels"],
-    uid: Pods.meta(pod)["uid"],
+  const spec = asObject(pod["spec"])
+  return stableJson({
+    labels: metadataOf(pod)["labels"],
+    uid: metadataOf(pod)["uid"],
     ips: podIPs(pod),
     ready: Pods.isReady(pod),
     readySince: Pods.condition(pod, "Ready")?.["lastTransitionTime"],
-    terminating: Pods.isTerminating(pod),
+    terminating: isTerminating(pod),
     phase: Pods.phase(pod),
     nodeName: spec["nodeName"],
     hostname: spec["hostname"],
     subdomain: spec["subdomain"],
-    ports: [...arr(spec["containers"]), ...arr(spec["initContainers"])].map((c) => obj(c)["ports"]),
-    hostPorts: obj(pod["status"])["hostPorts"]
+    ports: [...asArray(spec["containers"]), ...asArray(spec["initContainers"])].map((c) => asObject(c)["ports"]),
+    hostPorts: asObject(pod["status"])["hostPorts"]
   })
 }
 
 /** Key mapper: a pod change queues the Services (old and new labels) that select the pod. */
 export const servicesOfPod: Controller.KeyMapper = (change, informers) => {
   const services = informers.for(ServiceRef)
-  const namespace = str(Pods.meta(change.object)["namespace"])
+  const namespace = asString(metadataOf(change.object)["namespace"])
   // Most pod changes are in namespaces without Services: no need to compare what endpoints see.
-  if (services.list(namespace).length === 0 && (change.old === undefined || str(Pods.meta(change.old)["namespace"]) === namespace)) return []
+  if (services.list(namespace).length === 0 && (change.old === undefined || asString(metadataOf(change.old)["namespace"]) === namespace)) return []
   if (change.type === "MODIFIED" && change.old !== undefined && endpointView(change.old) === endpointView(change.object)) return []
   const keys = new Set<string>()
   for (const pod of [change.object, change.old]) {
     if (pod === undefined) continue
-    for (const svc of services.list(str(Pods.meta(pod)["namespace"]))) if (selects(svc, pod)) keys.add(Informer.keyOf(svc))
+    for (const svc of services.list(asString(metadataOf(pod)["namespace"]))) if (selects(svc, pod)) keys.add(Informer.keyOf(svc))
   }
   return [...keys]
 }
@@ -205,22 +203,22 @@ export const servicesOfPod: Controller.KeyMapper = (change, informers) => {
  */
 export const triggerTime = (service: JsonObject, pods: ReadonlyArray<JsonObject>, previous: unknown, now: number): number => {
   // API times are RFC 3339 at second precision, so the newest one is the greatest string: one parse, not one per pod.
-  let latest = str(Pods.meta(service)["creationTimestamp"])
+  let latest = asString(metadataOf(service)["creationTimestamp"])
   for (const p of pods) {
-    const created = str(Pods.meta(p)["creationTimestamp"])
+    const created = asString(metadataOf(p)["creationTimestamp"])
     if (created > latest) latest = created
-    const ready = str(Pods.condition(p, "Ready")?.["lastTransitionTime"])
+    const ready = asString(Pods.condition(p, "Ready")?.["lastTransitionTime"])
     if (ready > latest) latest = ready
   }
-  const newest = Pods.timeMs(latest) ?? 0
-  const before = Pods.timeMs(previous)
+  const newest = timeMs(latest) ?? 0
+  const before = timeMs(previous)
   return before !== undefined && newest <= before ? now : newest
 }
 
 /** Labels of an object derived from a Service: its labels, the headless marker, and `extra`. */
 export const derivedLabels = (service: JsonObject, reserved: ReadonlyArray<string>, extra: Record<string, string>): Record<string, string> => {
   const labels: Record<string, string> = {}
-  for (const [k, v] of Object.entries(strings(Pods.meta(service)["labels"]))) if (!reserved.includes(k) && k !== HeadlessLabel) labels[k] = v
+  for (const [k, v] of Object.entries(strings(metadataOf(service)["labels"]))) if (!reserved.includes(k) && k !== HeadlessLabel) labels[k] = v
   if (!isServiceIPSet(service)) labels[HeadlessLabel] = ""
   return { ...labels, ...extra }
 }
@@ -259,19 +257,19 @@ export interface Subset {
 
 // The family endpoints of this Service use: its cluster IP's, else its first ipFamily, else the pod's.
 const addressFor = (service: JsonObject, pod: JsonObject): Address | undefined => {
-  const spec = obj(service["spec"])
+  const spec = asObject(service["spec"])
   const ips = podIPs(pod)
-  const families = arr(spec["ipFamilies"]).map(str)
-  const wantV6 = isServiceIPSet(service) ? isIPv6(str(spec["clusterIP"])) : families.length > 0 ? families[0] === "IPv6" : isIPv6(ips[0] ?? "")
+  const families = asArray(spec["ipFamilies"]).map(asString)
+  const wantV6 = isServiceIPSet(service) ? isIPv6(asString(spec["clusterIP"])) : families.length > 0 ? families[0] === "IPv6" : isIPv6(ips[0] ?? "")
   const ip = ips.find((x) => isIPv6(x) === wantV6)
   if (ip === undefined) return undefined
-  const m = Pods.meta(pod)
-  const podSpec = obj(pod["spec"])
+  const m = metadataOf(pod)
+  const podSpec = asObject(pod["spec"])
   return {
     ip,
-    ...(str(podSpec["nodeName"]) === "" ? {} : { nodeName: str(podSpec["nodeName"]) }),
-    ...(shouldSetHostname(pod, service) ? { hostname: str(podSpec["hostname"]) } : {}),
-    targetRef: { kind: "Pod", namespace: str(m["namespace"]), name: str(m["name"]), uid: str(m["uid"]) }
+    ...(asString(podSpec["nodeName"]) === "" ? {} : { nodeName: asString(podSpec["nodeName"]) }),
+    ...(shouldSetHostname(pod, service) ? { hostname: asString(podSpec["hostname"]) } : {}),
+    targetRef: { kind: "Pod", namespace: asString(m["namespace"]), name: asString(m["name"]), uid: asString(m["uid"]) }
   }
 }
 
@@ -297,9 +295,9 @@ const compareIPs = (a: string, b: string): number => {
  * without ports lists addresses only when headless.
  */
 export const subsetsFor = (service: JsonObject, pods: ReadonlyArray<JsonObject>): ReadonlyArray<Subset> => {
-  const spec = obj(service["spec"])
+  const spec = asObject(service["spec"])
   const tolerateUnready = spec["publishNotReadyAddresses"] === true
-  const servicePorts = arr(spec["ports"]).map(obj)
+  const servicePorts = asArray(spec["ports"]).map(asObject)
   // port key → the addresses serving it (with readiness); -1 stands for "no ports".
   const served = new Map<string, { port: Port | undefined; addresses: Map<string, { address: Address; ready: boolean }> }>()
   const add = (port: Port | undefined, address: Address, ready: boolean) => {
@@ -314,17 +312,17 @@ export const subsetsFor = (service: JsonObject, pods: ReadonlyArray<JsonObject>)
     if (address === undefined) continue
     const ready = tolerateUnready || Pods.isReady(pod)
     if (servicePorts.length === 0) {
-      if (str(spec["clusterIP"]) === "None") add(undefined, address, ready)
+      if (asString(spec["clusterIP"]) === "None") add(undefined, address, ready)
       continue
     }
     for (const sp of servicePorts) {
       const n = findPort(pod, sp)
       if (n === undefined) continue
       const port: Port = {
-        ...(str(sp["name"]) === "" ? {} : { name: str(sp["name"]) }),
+        ...(asString(sp["name"]) === "" ? {} : { name: asString(sp["name"]) }),
         port: n,
-        protocol: str(sp["protocol"]) || "TCP",
-        ...(str(sp["appProtocol"]) === "" ? {} : { appProtocol: str(sp["appProtocol"]) })
+        protocol: asString(sp["protocol"]) || "TCP",
+        ...(asString(sp["appProtocol"]) === "" ? {} : { appProtocol: asString(sp["appProtocol"]) })
       }
       add(port, address, ready)
     }
@@ -404,21 +402,21 @@ export const decide = (service: JsonObject | undefined, pods: ReadonlyArray<Json
   if (!managed(service)) return { _tag: "None" }
   const { subsets, truncated } = truncate(subsetsFor(service, pods))
   const labels = derivedLabels(service, [], { [SkipMirrorLabel]: "true" })
-  const currentMeta = current === undefined ? {} : Pods.meta(current)
+  const currentMeta = current === undefined ? {} : metadataOf(current)
   const currentAnnotations = strings(currentMeta["annotations"])
   const unchanged =
     current !== undefined &&
-    jsonEqual(arr(current["subsets"]), subsets) &&
+    jsonEqual(asArray(current["subsets"]), subsets) &&
     sameLabels(strings(currentMeta["labels"]), labels) &&
     (currentAnnotations[OverCapacityAnnotation] === "truncated") === truncated
   if (unchanged) return { _tag: "None" }
   const { [OverCapacityAnnotation]: _over, [LastChangeTriggerTimeAnnotation]: previous, ...otherAnnotations } = currentAnnotations
   const annotations = {
     ...otherAnnotations,
-    [LastChangeTriggerTimeAnnotation]: Pods.rfc3339(triggerTime(service, pods, previous, now)),
+    [LastChangeTriggerTimeAnnotation]: rfc3339(triggerTime(service, pods, previous, now)),
     ...(truncated ? { [OverCapacityAnnotation]: "truncated" } : {})
   }
-  const m = Pods.meta(service)
+  const m = metadataOf(service)
   const region = strings(currentMeta["labels"])[RegionLabel]
   const endpoints: JsonObject = {
     apiVersion: "v1",
@@ -440,7 +438,7 @@ export const reconciler = (options: { readonly workers?: number } = {}): Control
   name: "endpoints",
   primary: ServiceRef,
   watches: [
-    { ref: PodRef, keys: servicesOfPod },
+    { ref: ResourceRefs.Pod, keys: servicesOfPod },
     // An Endpoints object changed or deleted by someone else is put back.
     { ref: EndpointsRef, keys: (change) => [Informer.keyOf(change.object)] }
   ],

@@ -10,10 +10,10 @@
 import { Clock, Effect } from "effect"
 import type * as Client from "../client/Client.js"
 import type * as Controller from "./Controller.js"
-import * as Informer from "./Informer.js"
-import * as Pods from "./Pods.js"
+import * as Informer from "../informer/Informer.js"
+import { type JsonObject, asObject } from "../object/Json.js"
+import { metadataOf, timeMs } from "../object/Metadata.js"
 
-type JsonObject = Client.JsonObject
 
 /** The Event resource. */
 export const EventRef: Client.ResourceRef = { apiVersion: "v1", kind: "Event" }
@@ -21,15 +21,14 @@ export const EventRef: Client.ResourceRef = { apiVersion: "v1", kind: "Event" }
 /** The default time to live (kube-apiserver's `--event-ttl`). */
 export const defaultTtlMs = 60 * 60 * 1000
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
 
 /** When the event last happened (ms since the epoch), or undefined when it carries no time. */
 export const lastSeenMs = (event: JsonObject): number | undefined =>
-  Pods.timeMs(event["lastTimestamp"]) ??
-  Pods.timeMs(obj(event["series"])["lastObservedTime"]) ??
-  Pods.timeMs(event["eventTime"]) ??
-  Pods.timeMs(event["firstTimestamp"]) ??
-  Pods.timeMs(Pods.meta(event)["creationTimestamp"])
+  timeMs(event["lastTimestamp"]) ??
+  timeMs(asObject(event["series"])["lastObservedTime"]) ??
+  timeMs(event["eventTime"]) ??
+  timeMs(event["firstTimestamp"]) ??
+  timeMs(metadataOf(event)["creationTimestamp"])
 
 /** Whether the event has outlived `ttlMs` at `nowMs` (pure). */
 export const decide = (event: JsonObject, nowMs: number, ttlMs: number = defaultTtlMs): boolean => {
@@ -70,7 +69,7 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => {
         const event = ctx.informers.for(EventRef).get(namespace, name)
         if (event === undefined || !decide(event, yield* Clock.currentTimeMillis, ttlMs)) return
         yield* ctx.client
-          .delete(EventRef, namespace, name, { preconditions: { uid: Pods.meta(event)["uid"], resourceVersion: Pods.meta(event)["resourceVersion"] } })
+          .delete(EventRef, namespace, name, { preconditions: { uid: metadataOf(event)["uid"], resourceVersion: metadataOf(event)["resourceVersion"] } })
           .pipe(Effect.catchIf((e) => e.status.code === 404 || e.status.code === 409, () => Effect.void))
       })
   }

@@ -30,10 +30,11 @@ import type * as ApiError from "../api/ApiError.js"
 import type * as Client from "../client/Client.js"
 import * as Kinds from "../model/Kinds.js"
 import type * as Controller from "./Controller.js"
-import type * as Informer from "./Informer.js"
-import { meta } from "./Pods.js"
+import type * as Informer from "../informer/Informer.js"
+import { metadataOf } from "../object/Metadata.js"
+import { type JsonObject, asArray, asObject } from "../object/Json.js"
+import * as ResourceRefs from "../object/ResourceRefs.js"
 
-type JsonObject = Client.JsonObject
 
 /** A served resource the collector (and the namespace controller) works on. */
 export interface Resource {
@@ -57,19 +58,16 @@ export const builtInResources: ReadonlyArray<Resource> = Kinds.all.map((k) => ({
   namespaced: k.namespaced
 }))
 
-const CrdRef: Client.ResourceRef = { apiVersion: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinition" }
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
-const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
 
 /**
  * The resource a CustomResourceDefinition serves (its storage version, else its first served
  * one), or undefined while it is not established or being deleted.
  */
 export const crdResource = (crd: JsonObject): Resource | undefined => {
-  const spec = obj(crd["spec"])
-  const names = obj(spec["names"])
-  const versions = arr(spec["versions"]).map(obj)
+  const spec = asObject(crd["spec"])
+  const names = asObject(spec["names"])
+  const versions = asArray(spec["versions"]).map(asObject)
   const version = versions.find((v) => v["storage"] === true && v["served"] !== false) ?? versions.find((v) => v["served"] !== false)
   if (version === undefined || typeof spec["group"] !== "string" || typeof names["plural"] !== "string" || typeof names["kind"] !== "string") return undefined
   return { apiVersion: `${spec["group"]}/${String(version["name"])}`, kind: names["kind"], plural: names["plural"], namespaced: spec["scope"] !== "Cluster" }
@@ -90,10 +88,10 @@ export interface OwnerRef {
 
 /** The owner references of an object. */
 export const ownerRefs = (o: JsonObject): ReadonlyArray<OwnerRef> =>
-  arr(meta(o)["ownerReferences"]).map(obj).filter((r) => typeof r["uid"] === "string") as unknown as ReadonlyArray<OwnerRef>
+  asArray(metadataOf(o)["ownerReferences"]).map(asObject).filter((r) => typeof r["uid"] === "string") as unknown as ReadonlyArray<OwnerRef>
 
-const finalizersOf = (o: JsonObject): ReadonlyArray<string> => arr(meta(o)["finalizers"]).filter((f): f is string => typeof f === "string")
-const deleting = (o: JsonObject) => meta(o)["deletionTimestamp"] !== undefined
+const finalizersOf = (o: JsonObject): ReadonlyArray<string> => asArray(metadataOf(o)["finalizers"]).filter((f): f is string => typeof f === "string")
+const deleting = (o: JsonObject) => metadataOf(o)["deletionTimestamp"] !== undefined
 
 /** Whether the object is being deleted in the foreground (waiting for its dependents). */
 export const isDeletingDependents = (o: JsonObject): boolean => deleting(o) && finalizersOf(o).includes(foregroundFinalizer)
@@ -217,7 +215,7 @@ const makeTable = (initial: ReadonlyArray<Resource>): Table => {
 
 const refOf = (r: Resource): Client.ResourceRef => ({ apiVersion: r.apiVersion, kind: r.kind, plural: r.plural, namespaced: r.namespaced })
 
-const namespaceOf = (o: JsonObject) => meta(o)["namespace"] as string | undefined
+const namespaceOf = (o: JsonObject) => metadataOf(o)["namespace"] as string | undefined
 
 /** The resource an owner reference names, and the namespace to find it in (undefined when invalid). */
 const ownerLocation = (table: Table, dependent: JsonObject, r: OwnerRef) => {
@@ -230,7 +228,7 @@ const ownerLocation = (table: Table, dependent: JsonObject, r: OwnerRef) => {
 
 /** The dependents of `owner` across every resource (same namespace when the owner is namespaced). */
 const dependentsOf = (table: Table, informers: Informer.Informers, owner: JsonObject): ReadonlyArray<Dependent & { readonly resource: Resource }> => {
-  const uid = String(meta(owner)["uid"] ?? "")
+  const uid = String(metadataOf(owner)["uid"] ?? "")
   if (uid === "") return []
   const ns = namespaceOf(owner)
   const out: Array<Dependent & { readonly resource: Resource }> = []
@@ -264,7 +262,7 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => {
   const table = makeTable(options.resources ?? builtInResources)
   const resyncMs = options.resyncMs ?? 30_000
 
-  const keyOfObject = (r: Resource, o: JsonObject) => keyFor(r, namespaceOf(o), String(meta(o)["name"]))
+  const keyOfObject = (r: Resource, o: JsonObject) => keyFor(r, namespaceOf(o), String(metadataOf(o)["name"]))
 
   const ownerKeys = (o: JsonObject, refs: ReadonlyArray<OwnerRef>) =>
     refs.flatMap((ref) => {
@@ -351,15 +349,15 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => {
       const informer = ctx.informers.for(refOf(loc.resource))
       const stateOf = (owner: JsonObject): OwnerState => (isDeletingDependents(owner) ? "Waiting" : "Solid")
       const cached = informer.get(loc.namespace, ref.name)
-      if (cached !== undefined && meta(cached)["uid"] === ref.uid) return stateOf(cached)
+      if (cached !== undefined && metadataOf(cached)["uid"] === ref.uid) return stateOf(cached)
       const live = yield* ctx.client.get(refOf(loc.resource), loc.namespace, ref.name).pipe(
         Effect.map((o): JsonObject | undefined => o),
         Effect.catchIf((e) => e.status.code === 404, () => Effect.succeed(undefined))
       )
-      if (live !== undefined && meta(live)["uid"] === ref.uid) return stateOf(live)
+      if (live !== undefined && metadataOf(live)["uid"] === ref.uid) return stateOf(live)
       if (loc.namespace !== undefined) {
         // The uid may live in another namespace: an invalid cross-namespace reference.
-        const elsewhere = informer.list().find((o) => meta(o)["uid"] === ref.uid)
+        const elsewhere = informer.list().find((o) => metadataOf(o)["uid"] === ref.uid)
         if (elsewhere !== undefined) {
           yield* ctx.events.record(item, "Warning", "OwnerRefInvalidNamespace", `ownerRef [${ref.apiVersion}/${ref.kind}, namespace: ${loc.namespace}, name: ${ref.name}, uid: ${ref.uid}] does not exist in namespace "${loc.namespace}"`)
         }
@@ -376,13 +374,13 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => {
   /** Merge-patch an object's metadata, pinned to the revision decided on (a stale view conflicts and retries). */
   const patchMeta = (ctx: Controller.Context, r: Resource, o: JsonObject, metadata: Record<string, unknown>) =>
     ignoreGone(
-      ctx.client.patch(refOf(r), namespaceOf(o), String(meta(o)["name"]), "merge", {
-        metadata: { ...metadata, resourceVersion: meta(o)["resourceVersion"] }
+      ctx.client.patch(refOf(r), namespaceOf(o), String(metadataOf(o)["name"]), "merge", {
+        metadata: { ...metadata, resourceVersion: metadataOf(o)["resourceVersion"] }
       })
     )
 
   const withoutOwners = (o: JsonObject, uids: ReadonlyArray<string>) => {
-    const kept = arr(meta(o)["ownerReferences"]).filter((x) => !uids.includes(String(obj(x)["uid"])))
+    const kept = asArray(metadataOf(o)["ownerReferences"]).filter((x) => !uids.includes(String(asObject(x)["uid"])))
     return { ownerReferences: kept.length === 0 ? null : kept }
   }
 
@@ -394,13 +392,13 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => {
     resourceOf: (dependent: JsonObject) => Resource | undefined
   ): Effect.Effect<Controller.Result | void, ApiError.ApiError> =>
     Effect.gen(function* () {
-      const name = String(meta(item)["name"])
+      const name = String(metadataOf(item)["name"])
       switch (action._tag) {
         case "None":
         case "AwaitDependents":
           return action._tag === "None" && action.retry ? { requeueAfterMs: 10_000 } : undefined
         case "OrphanDependents": {
-          const uid = String(meta(item)["uid"])
+          const uid = String(metadataOf(item)["uid"])
           for (const d of action.dependents) {
             const dr = resourceOf(d)
             if (dr !== undefined) yield* patchMeta(ctx, dr, d, withoutOwners(d, [uid]))
@@ -417,9 +415,9 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => {
         case "Delete": {
           let target = item
           if (action.unblock) {
-            const refs = arr(meta(item)["ownerReferences"]).map((x) => (obj(x)["blockOwnerDeletion"] === true ? { ...obj(x), blockOwnerDeletion: false } : x))
+            const refs = asArray(metadataOf(item)["ownerReferences"]).map((x) => (asObject(x)["blockOwnerDeletion"] === true ? { ...asObject(x), blockOwnerDeletion: false } : x))
             const patched = yield* ctx.client
-              .patch(refOf(r), namespaceOf(item), name, "merge", { metadata: { ownerReferences: refs, resourceVersion: meta(item)["resourceVersion"] } })
+              .patch(refOf(r), namespaceOf(item), name, "merge", { metadata: { ownerReferences: refs, resourceVersion: metadataOf(item)["resourceVersion"] } })
               .pipe(Effect.catchIf((e) => e.status.code === 404, () => Effect.succeed(undefined)))
             if (patched === undefined) return
             target = patched
@@ -428,7 +426,7 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => {
           return yield* ignoreGone(
             ctx.client.delete(refOf(r), namespaceOf(target), name, {
               propagationPolicy: action.propagation,
-              preconditions: { uid: meta(target)["uid"], resourceVersion: meta(target)["resourceVersion"] }
+              preconditions: { uid: metadataOf(target)["uid"], resourceVersion: metadataOf(target)["resourceVersion"] }
             })
           )
         }
@@ -437,18 +435,18 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => {
 
   return {
     name: "garbage-collector",
-    primary: CrdRef,
+    primary: ResourceRefs.CustomResourceDefinition,
     reactToPrimary: false,
     workers: options.workers ?? 4,
     watches: [
       ...table.all().map((r) => ({
         ref: refOf(r),
         keys:
-          r.apiVersion === CrdRef.apiVersion && r.kind === CrdRef.kind
+          r.apiVersion === ResourceRefs.CustomResourceDefinition.apiVersion && r.kind === ResourceRefs.CustomResourceDefinition.kind
             ? (c: Informer.Change, i: Informer.Informers, enqueue?: (key: string) => void) => [...crdMapper(c, i, enqueue), ...keysOf(r)(c, i, enqueue)]
             : keysOf(r)
       })),
-      ...(table.byGroupKind("apiextensions.k8s.io", "CustomResourceDefinition") === undefined ? [{ ref: CrdRef, keys: crdMapper }] : [])
+      ...(table.byGroupKind("apiextensions.k8s.io", "CustomResourceDefinition") === undefined ? [{ ref: ResourceRefs.CustomResourceDefinition, keys: crdMapper }] : [])
     ],
     // A safety net for missed events: objects still waiting on one of the collector's finalizers.
     resync: { everyMs: resyncMs, keys: stuck },

@@ -12,10 +12,10 @@
 import { Effect } from "effect"
 import type * as ApiError from "../api/ApiError.js"
 import type * as Client from "../client/Client.js"
-import type { JsonObject } from "./Informer.js"
-import * as Pods from "./Pods.js"
+import type { JsonObject } from "../informer/Informer.js"
+import { asObject, stableJson } from "../object/Json.js"
+import { isControlledBy, metadataOf, ownerReference } from "../object/Metadata.js"
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
 
 /** The label naming the revision a pod (or a revision) belongs to. */
 export const HashLabel = "controller-revision-hash"
@@ -28,26 +28,26 @@ export const defaultHistoryLimit = 10
 
 /** The patch a revision stores: it replaces the owner's `spec.template` wholesale when applied. */
 export const patchOf = (owner: JsonObject): JsonObject => ({
-  spec: { template: { ...obj(obj(owner["spec"])["template"]), $patch: "replace" } }
+  spec: { template: { ...asObject(asObject(owner["spec"])["template"]), $patch: "replace" } }
 })
 
 /** The pod template a revision restores (its patch without the `$patch` directive). */
 export const templateOf = (revision: JsonObject): JsonObject => {
-  const { $patch: _directive, ...template } = obj(obj(obj(revision["data"])["spec"])["template"])
+  const { $patch: _directive, ...template } = asObject(asObject(asObject(revision["data"])["spec"])["template"])
   return template
 }
 
 /** Whether two revisions (or a revision and a patch) hold the same data, compared canonically. */
-export const sameData = (a: unknown, b: unknown): boolean => Pods.stableJson(a) === Pods.stableJson(b)
+export const sameData = (a: unknown, b: unknown): boolean => stableJson(a) === stableJson(b)
 
 /** A revision's number (0 when unset). */
 export const revisionOf = (revision: JsonObject): number => Number(revision["revision"] ?? 0)
 
 /** A revision's hash label, falling back to the suffix of its name. */
 export const hashOf = (revision: JsonObject): string => {
-  const labelled = obj(Pods.meta(revision)["labels"])[HashLabel]
+  const labelled = asObject(metadataOf(revision)["labels"])[HashLabel]
   if (typeof labelled === "string" && labelled !== "") return labelled
-  const name = String(Pods.meta(revision)["name"] ?? "")
+  const name = String(metadataOf(revision)["name"] ?? "")
   return name.slice(name.lastIndexOf("-") + 1)
 }
 
@@ -56,10 +56,10 @@ export const sorted = (revisions: ReadonlyArray<JsonObject>): ReadonlyArray<Json
   [...revisions].sort((a, b) => {
     const d = revisionOf(a) - revisionOf(b)
     if (d !== 0) return d
-    const ta = String(Pods.meta(a)["creationTimestamp"] ?? "")
-    const tb = String(Pods.meta(b)["creationTimestamp"] ?? "")
+    const ta = String(metadataOf(a)["creationTimestamp"] ?? "")
+    const tb = String(metadataOf(b)["creationTimestamp"] ?? "")
     if (ta !== tb) return ta < tb ? -1 : 1
-    return String(Pods.meta(a)["name"]).localeCompare(String(Pods.meta(b)["name"]))
+    return String(metadataOf(a)["name"]).localeCompare(String(metadataOf(b)["name"]))
   })
 
 /** The number the next new revision gets: one more than the largest, or 1. */
@@ -74,9 +74,9 @@ export const revisionName = (ownerName: string, hash: string): string => `${owne
  * `hash`; it copies the template's labels and the owner's annotations, as upstream does.
  */
 export const make = (owner: JsonObject, options: { readonly data: JsonObject; readonly revision: number; readonly hash: string }): JsonObject => {
-  const m = Pods.meta(owner)
-  const templateLabels = obj(obj(obj(obj(owner["spec"])["template"])["metadata"])["labels"])
-  const annotations = obj(m["annotations"])
+  const m = metadataOf(owner)
+  const templateLabels = asObject(asObject(asObject(asObject(owner["spec"])["template"])["metadata"])["labels"])
+  const annotations = asObject(m["annotations"])
   return {
     apiVersion: "apps/v1",
     kind: "ControllerRevision",
@@ -85,7 +85,7 @@ export const make = (owner: JsonObject, options: { readonly data: JsonObject; re
       namespace: m["namespace"],
       labels: { ...templateLabels, [HashLabel]: options.hash },
       ...(Object.keys(annotations).length > 0 ? { annotations } : {}),
-      ownerReferences: [Pods.ownerReference(owner)]
+      ownerReferences: [ownerReference(owner)]
     },
     data: options.data,
     revision: options.revision
@@ -121,7 +121,7 @@ export const resolve = (revisions: ReadonlyArray<JsonObject>, data: JsonObject):
  * names the revisions in use (current, update, those pods still carry), which are never deleted.
  */
 export const toTruncate = (revisions: ReadonlyArray<JsonObject>, live: ReadonlySet<string>, limit: number): ReadonlyArray<JsonObject> => {
-  const history = sorted(revisions).filter((r) => !live.has(String(Pods.meta(r)["name"])))
+  const history = sorted(revisions).filter((r) => !live.has(String(metadataOf(r)["name"])))
   return limit < 0 || history.length <= limit ? [] : history.slice(0, history.length - limit)
 }
 
@@ -146,22 +146,22 @@ export const ensure = (
   Effect.gen(function* () {
     if (resolution._tag === "Existing") return { revision: resolution.revision, collisionCount }
     if (resolution._tag === "Renumber") {
-      const m = Pods.meta(resolution.revision)
+      const m = metadataOf(resolution.revision)
       const updated = yield* client.patch(ControllerRevisionRef, m["namespace"] as string | undefined, String(m["name"]), "merge", {
         revision: resolution.to
       })
       return { revision: updated, collisionCount }
     }
-    const uid = String(Pods.meta(owner)["uid"] ?? "")
+    const uid = String(metadataOf(owner)["uid"] ?? "")
     let count = collisionCount
     for (let i = 0; ; i++) {
       const wanted = build(count)
       const created = yield* Effect.either(client.create(wanted))
       if (created._tag === "Right") return { revision: created.right, collisionCount: count }
       if (!isAlreadyExists(created.left) || i >= maxCollisions) return yield* Effect.fail(created.left)
-      const m = Pods.meta(wanted)
+      const m = metadataOf(wanted)
       const existing = yield* client.get(ControllerRevisionRef, m["namespace"] as string | undefined, String(m["name"]))
-      if (sameData(existing["data"], wanted["data"]) && Pods.isControlledBy(existing, uid)) return { revision: existing, collisionCount: count }
+      if (sameData(existing["data"], wanted["data"]) && isControlledBy(existing, uid)) return { revision: existing, collisionCount: count }
       count++
     }
   })

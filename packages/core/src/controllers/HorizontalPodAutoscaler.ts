@@ -32,13 +32,14 @@ import type * as ApiError from "../api/ApiError.js"
 import type * as Client from "../client/Client.js"
 import * as LabelSelector from "../model/LabelSelector.js"
 import * as Quantity from "../model/Quantity.js"
-import * as Conditions from "./Conditions.js"
+import * as Conditions from "../object/Conditions.js"
 import type * as Controller from "./Controller.js"
-import * as Informer from "./Informer.js"
+import * as Informer from "../informer/Informer.js"
 import * as ReplicaCalculator from "./internal/ReplicaCalculator.js"
-import * as Pods from "./Pods.js"
+import { type JsonObject, asArray, asObject, stableJson } from "../object/Json.js"
+import { metadataOf, rfc3339 } from "../object/Metadata.js"
+import * as ResourceRefs from "../object/ResourceRefs.js"
 
-type JsonObject = Client.JsonObject
 type Condition = Conditions.Condition
 
 /** The HorizontalPodAutoscaler resource. */
@@ -47,7 +48,6 @@ export const HorizontalPodAutoscalerRef: Client.ResourceRef = { apiVersion: "aut
 /** The PodMetrics resource of `metrics.k8s.io`, read through the API like upstream's metrics client. */
 export const PodMetricsRef: Client.ResourceRef = { apiVersion: "metrics.k8s.io/v1beta1", plural: "pods", namespaced: true }
 
-const PodRef: Client.ResourceRef = { apiVersion: "v1", kind: "Pod" }
 
 /** The kinds whose `/scale` the controller can drive, by `group/kind`. */
 export const scalableKinds: Readonly<Record<string, Client.ResourceRef & { readonly plural: string }>> = {
@@ -139,8 +139,6 @@ export interface Decision {
 
 // ---- Helpers ---------------------------------------------------------------------------------
 
-const obj = (v: unknown): JsonObject => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as JsonObject) : {})
-const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
 const num = (v: unknown, fallback = 0): number => (typeof v === "number" ? v : fallback)
 const milliQuantity = (milli: number): string => Quantity.format(Quantity.fromMilli(Math.trunc(milli)))
 
@@ -151,11 +149,11 @@ interface Rules {
 }
 
 const rulesOf = (v: unknown, fallbackWindowSeconds: number): Rules => {
-  const r = obj(v)
+  const r = asObject(v)
   return {
     stabilizationWindowSeconds: num(r["stabilizationWindowSeconds"], fallbackWindowSeconds),
     selectPolicy: typeof r["selectPolicy"] === "string" ? r["selectPolicy"] : "Max",
-    policies: arr(r["policies"]).map((p) => ({ type: String(obj(p)["type"]), value: num(obj(p)["value"]), periodSeconds: num(obj(p)["periodSeconds"]) }))
+    policies: asArray(r["policies"]).map((p) => ({ type: String(asObject(p)["type"]), value: num(asObject(p)["value"]), periodSeconds: num(asObject(p)["periodSeconds"]) }))
   }
 }
 
@@ -186,7 +184,7 @@ const resourceMetric = (
   events: Array<Event>
 ): MetricOutcome | MetricFailure => {
   const resource = String(spec["name"] ?? "")
-  const target = obj(spec["target"])
+  const target = asObject(spec["target"])
   const sourceType = container === undefined ? "Resource" : "ContainerResource"
   const field = container === undefined ? "resource" : "containerResource"
   const failureReason = container === undefined ? "FailedGetResourceMetric" : "FailedGetContainerResourceMetric"
@@ -239,7 +237,7 @@ const resourceMetric = (
 // Custom and external metrics need APIs Fleet does not serve: they fail the way upstream's do without them.
 const unservedMetric = (type: string, spec: JsonObject, events: Array<Event>): MetricFailure => {
   const api = type === "External" ? "external metrics API (external.metrics.k8s.io)" : "custom metrics API (custom.metrics.k8s.io)"
-  const inner = `unable to get metric ${String(obj(spec["metric"])["name"] ?? "")}: the ${api} is not served`
+  const inner = `unable to get metric ${String(asObject(spec["metric"])["name"] ?? "")}: the ${api} is not served`
   const reason = `FailedGet${type}Metric`
   events.push({ type: "Warning", reason, message: inner })
   return {
@@ -252,17 +250,17 @@ const metricOutcome = (m: JsonObject, specReplicas: number, o: Observed, setting
   const type = String(m["type"] ?? "")
   switch (type) {
     case "Resource":
-      return resourceMetric(obj(m["resource"]), undefined, specReplicas, o, settings, nowMs, events)
+      return resourceMetric(asObject(m["resource"]), undefined, specReplicas, o, settings, nowMs, events)
     case "ContainerResource": {
-      const spec = obj(m["containerResource"])
+      const spec = asObject(m["containerResource"])
       return resourceMetric(spec, String(spec["container"] ?? ""), specReplicas, o, settings, nowMs, events)
     }
     case "Pods":
-      return unservedMetric("Pods", obj(m["pods"]), events)
+      return unservedMetric("Pods", asObject(m["pods"]), events)
     case "Object":
-      return unservedMetric("Object", obj(m["object"]), events)
+      return unservedMetric("Object", asObject(m["object"]), events)
     case "External":
-      return unservedMetric("External", obj(m["external"]), events)
+      return unservedMetric("External", asObject(m["external"]), events)
     default: {
       const message = `unknown metric source type "${type}"`
       events.push({ type: "Warning", reason: "InvalidMetricSourceType", message })
@@ -356,15 +354,15 @@ const remember = (recommendations: ReadonlyArray<Recommendation>, next: Recommen
  */
 export const decide = (o: Observed, settings: Settings, nowMs: number): Decision => {
   const hpa = o.hpa
-  const spec = obj(hpa["spec"])
-  const oldStatus = obj(hpa["status"])
-  const uid = String(Pods.meta(hpa)["uid"] ?? "")
-  const now = Pods.rfc3339(nowMs)
-  const ref = obj(spec["scaleTargetRef"])
-  const reference = `${String(ref["kind"] ?? "")}/${String(Pods.meta(hpa)["namespace"] ?? "")}/${String(ref["name"] ?? "")}`
-  const behavior = spec["behavior"] === undefined ? undefined : obj(spec["behavior"])
+  const spec = asObject(hpa["spec"])
+  const oldStatus = asObject(hpa["status"])
+  const uid = String(metadataOf(hpa)["uid"] ?? "")
+  const now = rfc3339(nowMs)
+  const ref = asObject(spec["scaleTargetRef"])
+  const reference = `${String(ref["kind"] ?? "")}/${String(metadataOf(hpa)["namespace"] ?? "")}/${String(ref["name"] ?? "")}`
+  const behavior = spec["behavior"] === undefined ? undefined : asObject(spec["behavior"])
   const events: Array<Event> = []
-  let conditions = arr(oldStatus["conditions"]) as ReadonlyArray<Condition>
+  let conditions = asArray(oldStatus["conditions"]) as ReadonlyArray<Condition>
   const setCondition = (type: string, status: Condition["status"], reason: string, message: string) => {
     conditions = Conditions.set(conditions, { type, status, reason, message }, now)
   }
@@ -427,7 +425,7 @@ export const decide = (o: Observed, settings: Settings, nowMs: number): Decision
       events.push({ type: "Warning", reason: "FailedComputeMetricsReplicas", message: "selector is required" })
       return { ...synced, history, rescale: undefined, status: statusOf(current, previousDesiredReplicas, undefined), events, error: "selector is required" }
     }
-    const specs = arr(spec["metrics"]).map(obj)
+    const specs = asArray(spec["metrics"]).map(asObject)
     const statuses: Array<JsonObject> = specs.map(() => ({ type: "" }))
     let replicas = 0
     let metricName = ""
@@ -537,12 +535,12 @@ export interface Settled {
 
 /** Complete a decision with the outcome of its scale write (none when it did not rescale). */
 export const settle = (hpa: JsonObject, decision: Decision, outcome: WriteOutcome | undefined, nowMs: number): Settled => {
-  const now = Pods.rfc3339(nowMs)
+  const now = rfc3339(nowMs)
   let status = decision.status
   const events = [...decision.events]
   let history = decision.history
   const conditions = (type: string, s: Condition["status"], reason: string, message: string) =>
-    Conditions.set(arr(status["conditions"]) as ReadonlyArray<Condition>, { type, status: s, reason, message }, now)
+    Conditions.set(asArray(status["conditions"]) as ReadonlyArray<Condition>, { type, status: s, reason, message }, now)
   const rescale = decision.rescale
   if (rescale !== undefined && outcome?._tag === "Failed") {
     events.push({ type: "Warning", reason: "FailedRescale", message: `New size: ${rescale.replicas}; reason: ${rescale.reason}; error: ${outcome.message}` })
@@ -559,9 +557,9 @@ export const settle = (hpa: JsonObject, decision: Decision, outcome: WriteOutcom
       conditions: conditions(ConditionType.AbleToScale, "True", "SucceededRescale", `the HPA controller was able to update the target scale to ${rescale.replicas}`)
     }
     events.push({ type: "Normal", reason: "SuccessfulRescale", message: `New size: ${rescale.replicas}; reason: ${rescale.reason}` })
-    if (decision.recordsScaleEvents) history = storeScaleEvent(obj(obj(hpa["spec"])["behavior"]), history, decision, rescale.replicas, nowMs)
+    if (decision.recordsScaleEvents) history = storeScaleEvent(asObject(asObject(hpa["spec"])["behavior"]), history, decision, rescale.replicas, nowMs)
   }
-  const changed = Pods.stableJson(obj(hpa["status"])) !== Pods.stableJson(status)
+  const changed = stableJson(asObject(hpa["status"])) !== stableJson(status)
   return { status: changed ? status : undefined, events, history }
 }
 
@@ -598,29 +596,29 @@ export interface Options {
 
 /** The target's scale as the informers show it, or upstream's error for it. */
 export const scaleOf = (hpa: JsonObject, informers: Informer.Informers): { readonly ref: Client.ResourceRef; readonly name: string; readonly scale: Scale } | { readonly error: string } => {
-  const target = obj(obj(hpa["spec"])["scaleTargetRef"])
+  const target = asObject(asObject(hpa["spec"])["scaleTargetRef"])
   const apiVersion = String(target["apiVersion"] ?? "")
   const group = apiVersion.includes("/") ? apiVersion.slice(0, apiVersion.indexOf("/")) : ""
   const kind = String(target["kind"] ?? "")
   const name = String(target["name"] ?? "")
   const ref = scalableKinds[`${group}/${kind}`]
   if (ref === undefined) return { error: `no matches for kind "${kind}" in group "${group}"` }
-  const o = informers.for(ref).get(Pods.meta(hpa)["namespace"] as string | undefined, name)
+  const o = informers.for(ref).get(metadataOf(hpa)["namespace"] as string | undefined, name)
   if (o === undefined) return { error: `${ref.plural}.${group} "${name}" not found` }
-  const selector = obj(o["spec"])["selector"]
+  const selector = asObject(o["spec"])["selector"]
   return {
     ref,
     name,
     scale: {
-      specReplicas: num(obj(o["spec"])["replicas"]),
-      statusReplicas: num(obj(o["status"])["replicas"]),
+      specReplicas: num(asObject(o["spec"])["replicas"]),
+      statusReplicas: num(asObject(o["status"])["replicas"]),
       selector: selector === undefined ? undefined : (selector as LabelSelector.LabelSelector)
     }
   }
 }
 
 const usesResourceMetrics = (hpa: JsonObject) =>
-  arr(obj(hpa["spec"])["metrics"]).some((m) => obj(m)["type"] === "Resource" || obj(m)["type"] === "ContainerResource")
+  asArray(asObject(hpa["spec"])["metrics"]).some((m) => asObject(m)["type"] === "Resource" || asObject(m)["type"] === "ContainerResource")
 
 const isNotFound = (e: ApiError.ApiError) => e.status.code === 404
 
@@ -628,8 +626,8 @@ const isNotFound = (e: ApiError.ApiError) => e.status.code === 404
 // (its own) wait for the next period, as upstream queues every change at the sync period.
 const hpaKeys: Controller.KeyMapper = (change) => {
   if (change.type !== "MODIFIED") return [Informer.keyOf(change.object)]
-  const generation = Pods.meta(change.object)["generation"]
-  return change.old !== undefined && Pods.meta(change.old)["generation"] !== generation ? [Informer.keyOf(change.object)] : []
+  const generation = metadataOf(change.object)["generation"]
+  return change.old !== undefined && metadataOf(change.old)["generation"] !== generation ? [Informer.keyOf(change.object)] : []
 }
 
 /** The HorizontalPodAutoscaler reconciler. */
@@ -646,7 +644,7 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => {
     primary: HorizontalPodAutoscalerRef,
     reactToPrimary: false,
     watches: [{ ref: HorizontalPodAutoscalerRef, keys: hpaKeys }],
-    reads: [...Object.values(scalableKinds), PodRef],
+    reads: [...Object.values(scalableKinds), ResourceRefs.Pod],
     resync: { everyMs: options.syncPeriodMs ?? 15_000, keys: (informers) => informers.for(HorizontalPodAutoscalerRef).list().map(Informer.keyOf) },
     workers: options.workers ?? 5,
     reconcile: (key, ctx) =>
@@ -664,10 +662,10 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => {
         if (!("error" in target) && target.scale.selector !== undefined) {
           const selector = target.scale.selector
           const matches = LabelSelector.compile(selector)
-          pods = ctx.informers.for(PodRef).list(namespace).filter((p) => matches(Pods.meta(p)["labels"] as Record<string, string> | undefined))
+          pods = ctx.informers.for(ResourceRefs.Pod).list(namespace).filter((p) => matches(metadataOf(p)["labels"] as Record<string, string> | undefined))
           if (usesResourceMetrics(hpa)) {
             const listed = yield* Effect.either(ctx.client.list(PodMetricsRef, { namespace: namespace ?? "", labelSelector: LabelSelector.formatSelector(selector) }))
-            podMetrics = listed._tag === "Right" ? (arr(listed.right["items"]) as ReadonlyArray<JsonObject>) : { error: listed.left.status.message ?? "unknown error" }
+            podMetrics = listed._tag === "Right" ? (asArray(listed.right["items"]) as ReadonlyArray<JsonObject>) : { error: listed.left.status.message ?? "unknown error" }
           }
         }
         const decision = decide(

@@ -35,13 +35,15 @@
 import { Clock, Effect } from "effect"
 import type * as Client from "../client/Client.js"
 import * as Batch from "../model/Batch.js"
-import * as Conditions from "./Conditions.js"
+import * as Conditions from "../object/Conditions.js"
 import * as Controller from "./Controller.js"
-import * as Informer from "./Informer.js"
-import * as Pods from "./Pods.js"
+import * as Informer from "../informer/Informer.js"
+import * as Pods from "../object/Pods.js"
 import * as ReplicaSet from "./ReplicaSet.js"
+import { type JsonObject, asArray, asObject, stableJson } from "../object/Json.js"
+import { controllerRefOf, isTerminating, metadataOf, nameOf, rfc3339, timeMs, uidOf } from "../object/Metadata.js"
+import * as ResourceRefs from "../object/ResourceRefs.js"
 
-type JsonObject = Informer.JsonObject
 
 /** The finalizer that keeps a finished pod until the Job has counted it. */
 export const trackingFinalizer = "batch.kubernetes.io/job-tracking"
@@ -51,7 +53,6 @@ const jobNameLabel = Batch.JobNameLabel
 
 /** The Job resource. */
 export const JobRef: Client.ResourceRef = { apiVersion: "batch/v1", kind: "Job" }
-const PodRef: Client.ResourceRef = { apiVersion: "v1", kind: "Pod" }
 
 // Upstream's bounds: at most this many pod creations/deletions and uncounted pods per sync.
 const maxPodChangesPerSync = 500
@@ -70,23 +71,19 @@ export interface Options {
 const defaultBackoffMs = 10_000
 const defaultMaxBackoffMs = 360_000
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
-const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
 const num = (v: unknown): number | undefined => (typeof v === "number" && Number.isFinite(v) ? v : undefined)
-const strings = (v: unknown): ReadonlyArray<string> => arr(v).filter((s): s is string => typeof s === "string")
+const strings = (v: unknown): ReadonlyArray<string> => asArray(v).filter((s): s is string => typeof s === "string")
 
-const specOf = (job: JsonObject) => obj(job["spec"])
-const statusOf = (job: JsonObject) => obj(job["status"])
-const uidOf = (o: JsonObject) => String(Pods.meta(o)["uid"] ?? "")
-const nameOf = (o: JsonObject) => String(Pods.meta(o)["name"] ?? "")
-const conditionsOf = (o: JsonObject) => arr(statusOf(o)["conditions"]) as ReadonlyArray<Conditions.Condition>
+const specOf = (job: JsonObject) => asObject(job["spec"])
+const statusOf = (job: JsonObject) => asObject(job["status"])
+const conditionsOf = (o: JsonObject) => asArray(statusOf(o)["conditions"]) as ReadonlyArray<Conditions.Condition>
 
 /** The Job's `Complete` or `Failed` condition when it is True: the Job has finished. */
 export const finishedCondition = (job: JsonObject): Conditions.Condition | undefined =>
   conditionsOf(job).find((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True")
 
 /** Whether the pod carries the job-tracking finalizer (it is not counted yet). */
-export const hasTrackingFinalizer = (pod: JsonObject): boolean => strings(Pods.meta(pod)["finalizers"]).includes(trackingFinalizer)
+export const hasTrackingFinalizer = (pod: JsonObject): boolean => strings(metadataOf(pod)["finalizers"]).includes(trackingFinalizer)
 
 const isIndexed = (job: JsonObject) => specOf(job)["completionMode"] === "Indexed"
 const isSuspended = (job: JsonObject) => specOf(job)["suspend"] === true
@@ -97,12 +94,12 @@ const isSuspended = (job: JsonObject) => specOf(job)["suspend"] === true
  */
 const isFailedPod = (pod: JsonObject) => {
   const phase = Pods.phase(pod)
-  return phase === "Failed" || (Pods.isTerminating(pod) && phase !== "Succeeded")
+  return phase === "Failed" || (isTerminating(pod) && phase !== "Succeeded")
 }
 
 /** The completion index of an Indexed Job's pod, or undefined when missing or malformed. */
 export const completionIndex = (pod: JsonObject): number | undefined => {
-  const v = obj(Pods.meta(pod)["annotations"])[completionIndexAnnotation]
+  const v = asObject(metadataOf(pod)["annotations"])[completionIndexAnnotation]
   if (typeof v !== "string" || !/^\d+$/.test(v)) return undefined
   const n = Number(v)
   return Number.isSafeInteger(n) ? n : undefined
@@ -136,19 +133,19 @@ export const formatIndexes = (indexes: ReadonlyArray<number>): string => {
 
 /** When a terminated pod finished: its last container's finish, else when it became unready, else its deletion. */
 const finishedAtMs = (pod: JsonObject): number | undefined => {
-  const status = obj(pod["status"])
+  const status = asObject(pod["status"])
   let latest: number | undefined
-  for (const c of [...arr(status["containerStatuses"]), ...arr(status["initContainerStatuses"])]) {
-    const t = Pods.timeMs(obj(obj(obj(c)["state"])["terminated"])["finishedAt"])
+  for (const c of [...asArray(status["containerStatuses"]), ...asArray(status["initContainerStatuses"])]) {
+    const t = timeMs(asObject(asObject(asObject(c)["state"])["terminated"])["finishedAt"])
     if (t !== undefined && (latest === undefined || t > latest)) latest = t
   }
   if (latest !== undefined) return latest
   const ready = Pods.condition(pod, "Ready")
   if (ready?.["status"] === "False") {
-    const t = Pods.timeMs(ready["lastTransitionTime"])
+    const t = timeMs(ready["lastTransitionTime"])
     if (t !== undefined) return t
   }
-  return Pods.timeMs(Pods.meta(pod)["deletionTimestamp"])
+  return timeMs(metadataOf(pod)["deletionTimestamp"])
 }
 
 /**
@@ -177,13 +174,13 @@ export const backoffRemainingMs = (pods: ReadonlyArray<JsonObject>, nowMs: numbe
 
 /** Upstream's pastBackoffLimitOnFailure: container restarts of running pods count against the limit. */
 const pastBackoffLimitOnFailure = (job: JsonObject, pods: ReadonlyArray<JsonObject>, backoffLimit: number) => {
-  if (obj(obj(specOf(job)["template"])["spec"])["restartPolicy"] !== "OnFailure") return false
+  if (asObject(asObject(specOf(job)["template"])["spec"])["restartPolicy"] !== "OnFailure") return false
   let restarts = 0
   for (const p of pods) {
     const phase = Pods.phase(p)
     if (phase !== "Running" && phase !== "Pending") continue
-    const status = obj(p["status"])
-    for (const c of [...arr(status["initContainerStatuses"]), ...arr(status["containerStatuses"])]) restarts += num(obj(c)["restartCount"]) ?? 0
+    const status = asObject(p["status"])
+    for (const c of [...asArray(status["initContainerStatuses"]), ...asArray(status["containerStatuses"])]) restarts += num(asObject(c)["restartCount"]) ?? 0
   }
   return backoffLimit === 0 ? restarts > 0 : restarts >= backoffLimit
 }
@@ -225,8 +222,8 @@ const pendingIndexes = (count: number, completions: number, succeeded: ReadonlyS
 /** A pod for `job` (with `index` for Indexed Jobs), carrying the tracking finalizer. */
 export const podFor = (job: JsonObject, index: number | undefined): JsonObject => {
   const name = nameOf(job)
-  const template = obj(specOf(job)["template"])
-  const templateLabels = obj(obj(template["metadata"])["labels"])
+  const template = asObject(specOf(job)["template"])
+  const templateLabels = asObject(asObject(template["metadata"])["labels"])
   // The API server's defaulting puts these labels on the template already; add them only if absent.
   const extraLabels: Record<string, string> = {}
   if (templateLabels[controllerUidLabel] === undefined) extraLabels[controllerUidLabel] = uidOf(job)
@@ -237,19 +234,19 @@ export const podFor = (job: JsonObject, index: number | undefined): JsonObject =
     extraLabels,
     ...(index === undefined ? {} : { extraAnnotations: { [completionIndexAnnotation]: String(index) } })
   })
-  const m = obj(pod["metadata"])
+  const m = asObject(pod["metadata"])
   const finalizers = strings(m["finalizers"])
   m["finalizers"] = finalizers.includes(trackingFinalizer) ? finalizers : [...finalizers, trackingFinalizer]
   if (index !== undefined) {
-    const spec = obj(pod["spec"])
+    const spec = asObject(pod["spec"])
     spec["hostname"] = `${name}-${index}`
     // As upstream: the index reaches the process through the downward API, from the annotation.
     const env = { name: "JOB_COMPLETION_INDEX", valueFrom: { fieldRef: { fieldPath: `metadata.annotations['${completionIndexAnnotation}']` } } }
     for (const key of ["initContainers", "containers"]) {
       if (!Array.isArray(spec[key])) continue
-      spec[key] = arr(spec[key]).map((c) => {
-        const container = obj(c)
-        const vars = arr(container["env"]).map(obj)
+      spec[key] = asArray(spec[key]).map((c) => {
+        const container = asObject(c)
+        const vars = asArray(container["env"]).map(asObject)
         return vars.some((v) => v["name"] === env.name) ? container : { ...container, env: [...vars, env] }
       })
     }
@@ -290,7 +287,7 @@ export interface DecideOptions {
   readonly maxPodFailureBackoffMs?: number
 }
 
-const sameJson = (a: unknown, b: unknown) => Pods.stableJson(a) === Pods.stableJson(b)
+const sameJson = (a: unknown, b: unknown) => stableJson(a) === stableJson(b)
 
 const minDefined = (...values: ReadonlyArray<number | undefined>) => {
   const defined = values.filter((v): v is number => v !== undefined)
@@ -315,8 +312,8 @@ const uncountedStatus = (succeeded: ReadonlyArray<string>, failed: ReadonlyArray
 export const decide = (job: JsonObject, pods: ReadonlyArray<JsonObject>, nowMs: number, options: DecideOptions = {}): Decision => {
   const spec = specOf(job)
   const status = statusOf(job)
-  const now = Pods.rfc3339(nowMs)
-  const deleting = Pods.isTerminating(job)
+  const now = rfc3339(nowMs)
+  const deleting = isTerminating(job)
 
   const finished = finishedCondition(job)
   if (finished !== undefined) {
@@ -324,7 +321,7 @@ export const decide = (job: JsonObject, pods: ReadonlyArray<JsonObject>, nowMs: 
     // lose their finalizer, uncounted, as upstream's orphan handling does.
     const leftovers = pods.filter(hasTrackingFinalizer)
     const ttl = num(spec["ttlSecondsAfterFinished"])
-    const finishedAt = Pods.timeMs(status["completionTime"]) ?? Pods.timeMs(finished.lastTransitionTime) ?? nowMs
+    const finishedAt = timeMs(status["completionTime"]) ?? timeMs(finished.lastTransitionTime) ?? nowMs
     const expires = ttl === undefined || deleting ? undefined : finishedAt + ttl * 1000
     const expired = expires !== undefined && nowMs >= expires
     return {
@@ -350,7 +347,7 @@ export const decide = (job: JsonObject, pods: ReadonlyArray<JsonObject>, nowMs: 
   // Counters as stored, then the uncounted uids whose pods lost the finalizer (or are gone)
   // move into them: those removals happened after the uids were recorded.
   const tracked = new Set(pods.filter(hasTrackingFinalizer).map(uidOf))
-  const oldUncounted = obj(status["uncountedTerminatedPods"])
+  const oldUncounted = asObject(status["uncountedTerminatedPods"])
   let succeededCount = num(status["succeeded"]) ?? 0
   let failedCount = num(status["failed"]) ?? 0
   const uncountedSucceeded: Array<string> = []
@@ -383,7 +380,7 @@ export const decide = (job: JsonObject, pods: ReadonlyArray<JsonObject>, nowMs: 
 
   const next: Record<string, unknown> = { ...status }
   if (next["startTime"] === undefined && !suspended) next["startTime"] = now
-  const startMs = Pods.timeMs(next["startTime"])
+  const startMs = timeMs(next["startTime"])
 
   // Failure first: the backoff limit, then the active deadline (upstream's order).
   let finishing: Omit<Conditions.Condition, "lastTransitionTime" | "lastUpdateTime"> | undefined
@@ -443,7 +440,7 @@ export const decide = (job: JsonObject, pods: ReadonlyArray<JsonObject>, nowMs: 
     const complete = completions === undefined ? succeeded > 0 && activeAfter === 0 : succeeded >= completions && activeAfter === 0
     if (complete) finishing = { type: "Complete", status: "True" }
     else if (managed) {
-      const conditions = arr(next["conditions"]) as ReadonlyArray<Conditions.Condition>
+      const conditions = asArray(next["conditions"]) as ReadonlyArray<Conditions.Condition>
       const current = Conditions.get(conditions, "Suspended")
       if (suspended && current?.status !== "True") {
         next["conditions"] = Conditions.set(conditions, { type: "Suspended", status: "True", reason: "JobSuspended", message: "Job suspended" }, now)
@@ -505,7 +502,7 @@ export const decide = (job: JsonObject, pods: ReadonlyArray<JsonObject>, nowMs: 
   final["uncountedTerminatedPods"] = uncountedStatus(stillSucceeded, stillFailed)
   // The Job may be declared finished only when every finished pod has been counted.
   if (finishing !== undefined && !reachedMax && stillSucceeded.length === 0 && stillFailed.length === 0) {
-    final["conditions"] = Conditions.set(arr(final["conditions"]) as ReadonlyArray<Conditions.Condition>, finishing, now)
+    final["conditions"] = Conditions.set(asArray(final["conditions"]) as ReadonlyArray<Conditions.Condition>, finishing, now)
     if (finishing.type === "Complete") {
       final["completionTime"] = now
       const total = num(final["succeeded"]) ?? 0
@@ -540,11 +537,11 @@ const ignoreNotFound = <A>(effect: Effect.Effect<A, Controller.ReconcileError>) 
 
 /** Removes the tracking finalizer with a JSON patch that fails if the list changed meanwhile. */
 const removeFinalizer = (client: Client.Client, pod: JsonObject) => {
-  const finalizers = strings(Pods.meta(pod)["finalizers"])
+  const finalizers = strings(metadataOf(pod)["finalizers"])
   const i = finalizers.indexOf(trackingFinalizer)
   if (i < 0) return Effect.void
   return ignoreNotFound(
-    client.patch(PodRef, Pods.meta(pod)["namespace"] as string | undefined, nameOf(pod), "json", [
+    client.patch(ResourceRefs.Pod, metadataOf(pod)["namespace"] as string | undefined, nameOf(pod), "json", [
       { op: "test", path: `/metadata/uid`, value: uidOf(pod) },
       { op: "test", path: `/metadata/finalizers/${i}`, value: trackingFinalizer },
       { op: "remove", path: `/metadata/finalizers/${i}` }
@@ -559,8 +556,8 @@ const removeFinalizer = (client: Client.Client, pod: JsonObject) => {
 const strandedPods = (pods: ReadonlyArray<JsonObject>, name: string, liveUid: string | undefined) =>
   pods.filter((p) => {
     if (!hasTrackingFinalizer(p)) return false
-    const ref = Pods.controllerRef(p)
-    if (ref === undefined) return obj(Pods.meta(p)["labels"])[jobNameLabel] === name
+    const ref = controllerRefOf(p)
+    if (ref === undefined) return asObject(metadataOf(p)["labels"])[jobNameLabel] === name
     return ref["kind"] === "Job" && ref["name"] === name && ref["uid"] !== liveUid
   })
 
@@ -568,9 +565,9 @@ const strandedPods = (pods: ReadonlyArray<JsonObject>, name: string, liveUid: st
 const podKeys: Controller.KeyMapper = (change, informers) => {
   const keys = new Set(Controller.controllerOf("Job")(change, informers))
   for (const o of [change.object, change.old]) {
-    if (o === undefined || Pods.controllerRef(o) !== undefined || !hasTrackingFinalizer(o)) continue
-    const job = obj(Pods.meta(o)["labels"])[jobNameLabel]
-    if (typeof job === "string") keys.add(`${String(Pods.meta(o)["namespace"])}/${job}`)
+    if (o === undefined || controllerRefOf(o) !== undefined || !hasTrackingFinalizer(o)) continue
+    const job = asObject(metadataOf(o)["labels"])[jobNameLabel]
+    if (typeof job === "string") keys.add(`${String(metadataOf(o)["namespace"])}/${job}`)
   }
   return [...keys]
 }
@@ -579,16 +576,16 @@ const podKeys: Controller.KeyMapper = (change, informers) => {
 export const reconciler = (options: Options = {}): Controller.Reconciler => ({
   name: "job",
   primary: JobRef,
-  watches: [{ ref: PodRef, keys: podKeys }],
+  watches: [{ ref: ResourceRefs.Pod, keys: podKeys }],
   workers: options.workers ?? 2,
   reconcile: (key, ctx) =>
     Effect.gen(function* () {
       const { namespace, name } = Informer.splitKey(key)
-      const pods = ctx.informers.for(PodRef)
+      const pods = ctx.informers.for(ResourceRefs.Pod)
       const job = ctx.informers.for(JobRef).get(namespace, name)
       const nowMs = yield* Clock.currentTimeMillis
 
-      if (job === undefined || Pods.isTerminating(job)) {
+      if (job === undefined || isTerminating(job)) {
         const stranded = strandedPods(pods.list(namespace), name, job === undefined ? undefined : uidOf(job))
         yield* Effect.forEach(stranded, (p) => removeFinalizer(ctx.client, p), { discard: true })
         if (job === undefined) return
@@ -601,7 +598,7 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => ({
       }
       for (const { pod, removeFinalizer: first } of plan.delete) {
         if (first) yield* removeFinalizer(ctx.client, pod)
-        yield* ignoreNotFound(ctx.client.delete(PodRef, namespace, nameOf(pod)))
+        yield* ignoreNotFound(ctx.client.delete(ResourceRefs.Pod, namespace, nameOf(pod)))
         yield* ctx.events.record(job, "Normal", "SuccessfulDelete", `Deleted pod: ${nameOf(pod)}`)
       }
       // Slow start, as upstream: batches of 1, 2, 4, …; a failed batch skips the rest (a quota or

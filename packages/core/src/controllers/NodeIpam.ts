@@ -15,9 +15,9 @@ import type * as Client from "../client/Client.js"
 import * as NodeRoutes from "../network/NodeRoutes.js"
 import * as PodCidr from "../network/PodCidr.js"
 import type * as Controller from "./Controller.js"
-import * as Pods from "./Pods.js"
+import { type JsonObject } from "../object/Json.js"
+import { metadataOf } from "../object/Metadata.js"
 
-type JsonObject = Client.JsonObject
 
 /** The Node resource. */
 export const NodeRef: Client.ResourceRef = { apiVersion: "v1", kind: "Node" }
@@ -38,8 +38,8 @@ export type Decision = { readonly _tag: "Keep" } | { readonly _tag: "Assign"; re
 /** Decide for `node` given every Node (itself included). */
 export const decide = (plan: PodCidr.Plan, node: JsonObject, nodes: ReadonlyArray<JsonObject>): Decision => {
   if (NodeRoutes.podCidrsOf(node).length > 0) return { _tag: "Keep" }
-  const name = Pods.meta(node)["name"]
-  const taken = nodes.filter((n) => Pods.meta(n)["name"] !== name).flatMap(NodeRoutes.podCidrsOf)
+  const name = metadataOf(node)["name"]
+  const taken = nodes.filter((n) => metadataOf(n)["name"] !== name).flatMap(NodeRoutes.podCidrsOf)
   const cidr = PodCidr.firstFree(plan, taken)
   return cidr === undefined ? { _tag: "Full" } : { _tag: "Assign", cidr }
 }
@@ -66,7 +66,7 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => {
           return { requeueAfterMs: options.retryFullMs ?? 30_000 }
         }
         yield* ctx.client.patch(NodeRef, undefined, key, "merge", {
-          metadata: { resourceVersion: Pods.meta(node)["resourceVersion"] },
+          metadata: { resourceVersion: metadataOf(node)["resourceVersion"] },
           spec: { podCIDR: decision.cidr, podCIDRs: [decision.cidr] }
         }).pipe(
           // Gone meanwhile: nothing to do. A conflict is retried on a fresh view.

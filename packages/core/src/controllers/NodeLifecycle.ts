@@ -31,19 +31,17 @@
  */
 import { Clock, Effect } from "effect"
 import type * as ApiError from "../api/ApiError.js"
-import type * as Client from "../client/Client.js"
-import * as TaintToleration from "../scheduler/TaintToleration.js"
-import * as Conditions from "./Conditions.js"
+import * as TaintToleration from "../matching/TaintToleration.js"
+import * as Conditions from "../object/Conditions.js"
 import type * as Controller from "./Controller.js"
-import type * as Informer from "./Informer.js"
+import type * as Informer from "../informer/Informer.js"
 import * as Limiter from "./internal/EvictionRateLimiter.js"
-import * as Pods from "./Pods.js"
+import * as Pods from "../object/Pods.js"
+import { type JsonObject, asArray, asObject } from "../object/Json.js"
+import { isTerminating, metadataOf, nameOf, rfc3339, timeMs } from "../object/Metadata.js"
+import * as ResourceRefs from "../object/ResourceRefs.js"
 
-type JsonObject = Client.JsonObject
 
-const NodeRef: Client.ResourceRef = { apiVersion: "v1", kind: "Node" }
-const PodRef: Client.ResourceRef = { apiVersion: "v1", kind: "Pod" }
-const LeaseRef: Client.ResourceRef = { apiVersion: "coordination.k8s.io/v1", kind: "Lease" }
 
 /** The namespace of node heartbeat Leases. */
 export const leaseNamespace = "kube-node-lease"
@@ -100,9 +98,6 @@ const settings = (o: Options): Settings => ({
   largeClusterThreshold: o.largeClusterThreshold ?? 50
 })
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
-const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
-const nameOf = (o: JsonObject) => String(Pods.meta(o)["name"] ?? "")
 
 /** A node taint. */
 export interface Taint {
@@ -113,9 +108,9 @@ export interface Taint {
 }
 
 /** The taints of a node. */
-export const taintsOf = (node: JsonObject): ReadonlyArray<Taint> => arr(obj(node["spec"])["taints"]).map((t) => obj(t) as unknown as Taint)
+export const taintsOf = (node: JsonObject): ReadonlyArray<Taint> => asArray(asObject(node["spec"])["taints"]).map((t) => asObject(t) as unknown as Taint)
 
-const conditionsOf = (o: JsonObject): ReadonlyArray<Conditions.Condition> => arr(obj(o["status"])["conditions"]) as ReadonlyArray<Conditions.Condition>
+const conditionsOf = (o: JsonObject): ReadonlyArray<Conditions.Condition> => asArray(asObject(o["status"])["conditions"]) as ReadonlyArray<Conditions.Condition>
 
 const sameTaint = (a: Taint, b: Taint) => a.key === b.key && a.effect === b.effect
 
@@ -125,7 +120,7 @@ const sameTaint = (a: Taint, b: Taint) => a.key === b.key && a.effect === b.effe
  * upstream's probeTimestamp), so a skewed node clock cannot make a live node look dead.
  */
 export const heartbeatOf = (node: JsonObject, lease: JsonObject | undefined): string =>
-  `${String(obj(lease?.["spec"])["renewTime"] ?? "")}|${String(Pods.condition(node, "Ready")?.["lastHeartbeatTime"] ?? "")}`
+  `${String(asObject(lease?.["spec"])["renewTime"] ?? "")}|${String(Pods.condition(node, "Ready")?.["lastHeartbeatTime"] ?? "")}`
 
 /** A node's health at `nowMs`. */
 export interface Health {
@@ -145,14 +140,14 @@ export const health = (node: JsonObject, probeMs: number, nowMs: number, options
   const s = settings(options)
   const current = conditionsOf(node)
   const ready = Conditions.get(current, "Ready")
-  const since = ready === undefined ? (Pods.timeMs(Pods.meta(node)["creationTimestamp"]) ?? probeMs) : probeMs
+  const since = ready === undefined ? (timeMs(metadataOf(node)["creationTimestamp"]) ?? probeMs) : probeMs
   const grace = ready === undefined ? s.nodeStartupGracePeriodMs : s.nodeMonitorGracePeriodMs
   const staleAt = since + grace
   if (nowMs <= staleAt) {
     return { ready: ready?.status, conditions: current, staleAtMs: staleAt }
   }
-  const now = Pods.rfc3339(nowMs)
-  const created = String(Pods.meta(node)["creationTimestamp"] ?? now)
+  const now = rfc3339(nowMs)
+  const created = String(metadataOf(node)["creationTimestamp"] ?? now)
   let conditions: ReadonlyArray<Conditions.Condition> = current
   for (const type of monitoredConditions) {
     const c = Conditions.get(conditions, type)
@@ -175,7 +170,7 @@ export type ZoneState = "Normal" | "PartialDisruption" | "FullDisruption"
 
 /** The zone a node belongs to (upstream's GetZoneKey: region and zone labels). */
 export const zoneOf = (node: JsonObject): string => {
-  const labels = obj(Pods.meta(node)["labels"])
+  const labels = asObject(metadataOf(node)["labels"])
   const region = String(labels["topology.kubernetes.io/region"] ?? labels["failure-domain.beta.kubernetes.io/region"] ?? "")
   const zone = String(labels["topology.kubernetes.io/zone"] ?? labels["failure-domain.beta.kubernetes.io/zone"] ?? "")
   return region === "" && zone === "" ? "" : `${region}:\u0000:${zone}`
@@ -220,7 +215,7 @@ export interface Eviction {
 /** When the taint manager deletes `pod` given the node's NoExecute taints (undefined: never). */
 export const evictionTime = (pod: JsonObject, noExecute: ReadonlyArray<Taint>, sinceMs: number): number | undefined => {
   if (noExecute.length === 0) return undefined
-  const tolerations = arr(obj(pod["spec"])["tolerations"]).map(obj) as ReadonlyArray<TaintToleration.TolerationLike>
+  const tolerations = asArray(asObject(pod["spec"])["tolerations"]).map(asObject) as ReadonlyArray<TaintToleration.TolerationLike>
   // Upstream's GetMatchingTolerations: one tolerating toleration per taint, or none tolerate.
   const used: Array<TaintToleration.TolerationLike> = []
   for (const taint of noExecute) {
@@ -282,9 +277,9 @@ export const decide = (observed: Observed, nowMs: number, options: Options = {})
   const h = health(node, observed.probeMs, nowMs, options)
   const conditionsChanged = h.conditions !== conditionsOf(node)
   const before = Conditions.get(conditionsOf(node), "Ready")?.status
-  const now = Pods.rfc3339(nowMs)
+  const now = rfc3339(nowMs)
   const taints = taintsOf(node)
-  const unschedulable = obj(node["spec"])["unschedulable"] === true
+  const unschedulable = asObject(node["spec"])["unschedulable"] === true
   let requeue: number | undefined = h.staleAtMs === undefined ? undefined : h.staleAtMs - nowMs + 1
   const soon = (ms: number) => {
     requeue = requeue === undefined ? ms : Math.min(requeue, ms)
@@ -322,13 +317,13 @@ export const decide = (observed: Observed, nowMs: number, options: Options = {})
   const markNotReady: Array<JsonObject> = []
   const evict: Array<JsonObject> = []
   const readyCondition = Conditions.get(h.conditions, "Ready")
-  const nodeNotReadySince = readyCondition === undefined || readyCondition.status === "True" ? undefined : Pods.timeMs(readyCondition.lastTransitionTime)
+  const nodeNotReadySince = readyCondition === undefined || readyCondition.status === "True" ? undefined : timeMs(readyCondition.lastTransitionTime)
   const noExecute = next.filter((t) => t.effect === "NoExecute")
-  const sinceMs = noExecute.length === 0 ? nowMs : Math.min(...noExecute.map((t) => Pods.timeMs(t.timeAdded) ?? observed.taintsSeenMs?.get(`${t.key}:${t.effect}`) ?? nowMs))
+  const sinceMs = noExecute.length === 0 ? nowMs : Math.min(...noExecute.map((t) => timeMs(t.timeAdded) ?? observed.taintsSeenMs?.get(`${t.key}:${t.effect}`) ?? nowMs))
   for (const pod of observed.pods) {
-    if (Pods.isTerminating(pod)) continue
+    if (isTerminating(pod)) continue
     if (nodeNotReadySince !== undefined && Pods.isReady(pod)) {
-      const podReadySince = Pods.timeMs(Pods.condition(pod, "Ready")?.["lastTransitionTime"])
+      const podReadySince = timeMs(Pods.condition(pod, "Ready")?.["lastTransitionTime"])
       if (podReadySince === undefined || podReadySince <= nodeNotReadySince) markNotReady.push(pod)
     }
     const at = evictionTime(pod, noExecute, sinceMs)
@@ -388,11 +383,11 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => {
    * handleDisruption does: whether every zone is fully disrupted, and whether that just began or ended.
    */
   const handleDisruption = (informers: Informer.Informers, nowMs: number): { readonly all: boolean; readonly entering: boolean; readonly leaving: boolean } => {
-    const leases = informers.for(LeaseRef)
+    const leases = informers.for(ResourceRefs.Lease)
     const counts = new Map<string, { ready: number; notReady: number }>()
-    const nodes = informers.for(NodeRef).list()
+    const nodes = informers.for(ResourceRefs.Node).list()
     for (const node of nodes) {
-      if (obj(Pods.meta(node)["labels"])[excludeDisruptionLabel] !== undefined) continue
+      if (asObject(metadataOf(node)["labels"])[excludeDisruptionLabel] !== undefined) continue
       const h = health(node, probe(node, leases.get(leaseNamespace, nameOf(node)), nowMs), nowMs, options)
       const z = zoneOf(node)
       const c = counts.get(z) ?? { ready: 0, notReady: 0 }
@@ -425,27 +420,27 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => {
 
   return {
     name: "node-lifecycle",
-    primary: NodeRef,
+    primary: ResourceRefs.Node,
     watches: [
-      { ref: LeaseRef, keys: (c) => (Pods.meta(c.object)["namespace"] === leaseNamespace ? [nameOf(c.object)] : []) },
+      { ref: ResourceRefs.Lease, keys: (c) => (metadataOf(c.object)["namespace"] === leaseNamespace ? [nameOf(c.object)] : []) },
       {
-        ref: PodRef,
+        ref: ResourceRefs.Pod,
         // Only pods of nodes that are not Ready or carry NoExecute taints concern this controller.
         keys: (c, informers) => {
-          const nodeName = obj(c.object["spec"])["nodeName"]
+          const nodeName = asObject(c.object["spec"])["nodeName"]
           if (typeof nodeName !== "string" || c.type === "DELETED") return []
-          const node = informers.for(NodeRef).get(undefined, nodeName)
+          const node = informers.for(ResourceRefs.Node).get(undefined, nodeName)
           if (node === undefined) return []
           const concerned = Pods.condition(node, "Ready")?.["status"] !== "True" || taintsOf(node).some((t) => t.effect === "NoExecute")
           return concerned ? [nodeName] : []
         }
       }
     ],
-    resync: { everyMs: s.nodeMonitorPeriodMs, keys: (informers) => informers.for(NodeRef).list().map(nameOf) },
+    resync: { everyMs: s.nodeMonitorPeriodMs, keys: (informers) => informers.for(ResourceRefs.Node).list().map(nameOf) },
     reconcile: (key, ctx) =>
       Effect.gen(function* () {
         const nowMs = yield* Clock.currentTimeMillis
-        const node = ctx.informers.for(NodeRef).get(undefined, key)
+        const node = ctx.informers.for(ResourceRefs.Node).get(undefined, key)
         if (node === undefined) {
           probes.delete(key)
           for (const k of [...taintsSeen.keys()]) if (k.startsWith(`${key}/`)) taintsSeen.delete(k)
@@ -464,39 +459,39 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => {
           if (!taintsSeen.has(k)) taintsSeen.set(k, nowMs)
           seen.set(`${t.key}:${t.effect}`, taintsSeen.get(k)!)
         }
-        const probeMs = probes.get(key)?.atMs ?? probe(node, ctx.informers.for(LeaseRef).get(leaseNamespace, key), nowMs)
+        const probeMs = probes.get(key)?.atMs ?? probe(node, ctx.informers.for(ResourceRefs.Lease).get(leaseNamespace, key), nowMs)
         const unhealthy = Pods.condition(node, "Ready")?.["status"] !== "True" || taintsOf(node).some((t) => t.effect === "NoExecute")
         const zone: ZoneView = { allDisrupted, tokenAvailable: Limiter.canAccept(bucket, nowMs), msUntilToken: Limiter.msUntilToken(bucket, nowMs) }
         // A healthy node's pods are only read when the decision may concern them.
         const firstLook = decide({ node, probeMs, pods: [], zone, taintsSeenMs: seen }, nowMs, options)
         const concerned = unhealthy || firstLook.ready !== "True" || (firstLook.taints ?? []).some((t) => t.effect === "NoExecute")
-        const pods = concerned ? ctx.informers.for(PodRef).onNode(key) : []
+        const pods = concerned ? ctx.informers.for(ResourceRefs.Pod).onNode(key) : []
         const d = concerned ? decide({ node, probeMs, pods, zone, taintsSeenMs: seen }, nowMs, options) : firstLook
         // Spend the token now, before any yield, so two nodes of a zone cannot both take it.
         if (d.tookToken) zones.buckets.set(zoneKey, Limiter.tryAccept(bucket, nowMs).bucket)
 
         let current = node
         if (d.conditions !== undefined) {
-          current = yield* ctx.client.update({ ...current, status: { ...obj(current["status"]), conditions: d.conditions } }, "status")
+          current = yield* ctx.client.update({ ...current, status: { ...asObject(current["status"]), conditions: d.conditions } }, "status")
         }
         if (d.taints !== undefined) {
-          const spec = { ...obj(current["spec"]), taints: d.taints.length === 0 ? undefined : d.taints }
+          const spec = { ...asObject(current["spec"]), taints: d.taints.length === 0 ? undefined : d.taints }
           current = yield* ctx.client.update({ ...current, spec })
         }
         if (d.becameNotReady) yield* ctx.events.record(node, "Normal", "NodeNotReady", `Node ${key} status is now: NodeNotReady`)
-        const now = Pods.rfc3339(nowMs)
+        const now = rfc3339(nowMs)
         for (const pod of d.markNotReady) {
           const conditions = Conditions.set(conditionsOf(pod), { type: "Ready", status: "False" }, now)
-          yield* ignoreGone(ctx.client.update({ ...pod, status: { ...obj(pod["status"]), conditions } }, "status"))
+          yield* ignoreGone(ctx.client.update({ ...pod, status: { ...asObject(pod["status"]), conditions } }, "status"))
           yield* ctx.events.record(pod, "Warning", "NodeNotReady", "Node is not ready")
         }
         for (const pod of d.evict) {
-          const m = Pods.meta(pod)
+          const m = metadataOf(pod)
           const ns = String(m["namespace"] ?? "")
           yield* ctx.events.record(pod, "Normal", "TaintManagerEviction", `Marking for deletion Pod ${ns}/${nameOf(pod)}`)
           const conditions = Conditions.set(conditionsOf(pod), disruptionTarget, now)
-          yield* Effect.ignore(ctx.client.update({ ...pod, status: { ...obj(pod["status"]), conditions } }, "status"))
-          yield* ignoreGone(ctx.client.delete(PodRef, ns, nameOf(pod), { preconditions: { uid: m["uid"] } }))
+          yield* Effect.ignore(ctx.client.update({ ...pod, status: { ...asObject(pod["status"]), conditions } }, "status"))
+          yield* ignoreGone(ctx.client.delete(ResourceRefs.Pod, ns, nameOf(pod), { preconditions: { uid: m["uid"] } }))
         }
         return d.requeueAfterMs === undefined ? undefined : { requeueAfterMs: d.requeueAfterMs }
       })

@@ -12,15 +12,15 @@
  * Pods not yet terminal are first patched to phase Failed, as upstream's markFailedAndDeletePod.
  */
 import { Clock, Effect } from "effect"
-import type * as Client from "../client/Client.js"
-import * as Conditions from "./Conditions.js"
+import * as Conditions from "../object/Conditions.js"
 import type * as Controller from "./Controller.js"
-import { condition, isTerminating, meta, phase, rfc3339, timeMs } from "./Pods.js"
+import { isTerminating, metadataOf, rfc3339, timeMs } from "../object/Metadata.js"
+import { condition, phase } from "../object/Pods.js"
+import { type JsonObject, asObject } from "../object/Json.js"
+import { nameOf } from "../object/Metadata.js"
+import * as ResourceRefs from "../object/ResourceRefs.js"
 
-type JsonObject = Client.JsonObject
 
-const PodRef: Client.ResourceRef = { apiVersion: "v1", kind: "Pod" }
-const NodeRef: Client.ResourceRef = { apiVersion: "v1", kind: "Node" }
 
 /** The taint an operator puts on a node that is shut down for good (non-graceful shutdown). */
 export const outOfServiceTaint = "node.kubernetes.io/out-of-service"
@@ -47,13 +47,11 @@ export interface Observed {
   readonly terminatedPodThreshold: number
 }
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
 const nodeNameOf = (pod: JsonObject) => {
-  const n = obj(pod["spec"])["nodeName"]
+  const n = asObject(pod["spec"])["nodeName"]
   return typeof n === "string" && n !== "" ? n : undefined
 }
-const nameOf = (o: JsonObject) => String(meta(o)["name"] ?? "")
-const keyOf = (pod: JsonObject) => `${String(meta(pod)["namespace"] ?? "")}/${nameOf(pod)}`
+const keyOf = (pod: JsonObject) => `${String(metadataOf(pod)["namespace"] ?? "")}/${nameOf(pod)}`
 
 /** Whether a pod has finished (upstream's isPodTerminated: not Pending, Running or Unknown). */
 export const isTerminated = (pod: JsonObject): boolean => {
@@ -62,20 +60,20 @@ export const isTerminated = (pod: JsonObject): boolean => {
 }
 
 /** Whether the kubelet evicted the pod (phase Failed, reason Evicted). */
-const isEvicted = (pod: JsonObject) => phase(pod) === "Failed" && obj(pod["status"])["reason"] === "Evicted"
+const isEvicted = (pod: JsonObject) => phase(pod) === "Failed" && asObject(pod["status"])["reason"] === "Evicted"
 
 const isNodeReady = (node: JsonObject) => condition(node, "Ready")?.["status"] === "True"
 
 const hasTaint = (node: JsonObject, key: string) =>
-  (Array.isArray(obj(node["spec"])["taints"]) ? (obj(node["spec"])["taints"] as ReadonlyArray<unknown>) : []).some((t) => obj(t)["key"] === key)
+  (Array.isArray(asObject(node["spec"])["taints"]) ? (asObject(node["spec"])["taints"] as ReadonlyArray<unknown>) : []).some((t) => asObject(t)["key"] === key)
 
 /** Upstream's byEvictionAndCreationTimestamp: evicted first, then oldest, then by name. */
 const collectionOrder = (a: JsonObject, b: JsonObject) => {
   const ea = isEvicted(a)
   const eb = isEvicted(b)
   if (ea !== eb) return ea ? -1 : 1
-  const ta = timeMs(meta(a)["creationTimestamp"]) ?? 0
-  const tb = timeMs(meta(b)["creationTimestamp"]) ?? 0
+  const ta = timeMs(metadataOf(a)["creationTimestamp"]) ?? 0
+  const tb = timeMs(metadataOf(b)["creationTimestamp"]) ?? 0
   if (ta !== tb) return ta - tb
   return nameOf(a) < nameOf(b) ? -1 : nameOf(a) > nameOf(b) ? 1 : 0
 }
@@ -170,37 +168,37 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => {
 
   const collect = (ctx: Controller.Context, d: Deletion, now: number) =>
     Effect.gen(function* () {
-      const m = meta(d.pod)
+      const m = metadataOf(d.pod)
       const ns = m["namespace"] as string
       const name = nameOf(d.pod)
       if (d.markFailed) {
-        const status = obj(d.pod["status"])
+        const status = asObject(d.pod["status"])
         const conditions = d.condition === undefined ? undefined : Conditions.set(status["conditions"] as ReadonlyArray<Conditions.Condition> | undefined, d.condition, rfc3339(now))
-        yield* ctx.client.patch(PodRef, ns, name, "merge", { status: { phase: "Failed", ...(conditions === undefined ? {} : { conditions }) } }, "status")
+        yield* ctx.client.patch(ResourceRefs.Pod, ns, name, "merge", { status: { phase: "Failed", ...(conditions === undefined ? {} : { conditions }) } }, "status")
       }
-      yield* ctx.client.delete(PodRef, ns, name, { gracePeriodSeconds: 0, preconditions: { uid: m["uid"] } })
+      yield* ctx.client.delete(ResourceRefs.Pod, ns, name, { gracePeriodSeconds: 0, preconditions: { uid: m["uid"] } })
       const what = d.reason === "Orphaned" ? `node ${String(nodeNameOf(d.pod))} no longer exists` : d.reason === "OutOfService" ? "its node is out of service" : d.reason === "UnscheduledTerminating" ? "it is terminating and unscheduled" : "too many terminated pods"
       yield* Effect.logDebug(`pod-gc: deleted ${ns}/${name}: ${what}`)
     }).pipe(Effect.catchIf((e) => e.status.code === 404 || e.status.code === 409, () => Effect.void))
 
   return {
     name: "pod-garbage-collector",
-    primary: PodRef,
+    primary: ResourceRefs.Pod,
     reactToPrimary: false,
-    reads: [NodeRef],
+    reads: [ResourceRefs.Node],
     workers: 1,
     resync: { everyMs: options.periodMs ?? 20_000, keys: () => [passKey] },
     reconcile: (key, ctx) =>
       Effect.gen(function* () {
         if (key !== passKey) return
         const now = yield* Clock.currentTimeMillis
-        const pods = ctx.informers.for(PodRef).list()
-        const nodes = ctx.informers.for(NodeRef).list()
+        const pods = ctx.informers.for(ResourceRefs.Pod).list()
+        const nodes = ctx.informers.for(ResourceRefs.Node).list()
         const q = quarantine(pods, nodes, missingSince, now, quarantineMs)
         missingSince = q.missingSince
         const deletedNodes = new Set<string>()
         for (const n of q.due) {
-          const live = yield* Effect.either(ctx.client.get(NodeRef, undefined, n))
+          const live = yield* Effect.either(ctx.client.get(ResourceRefs.Node, undefined, n))
           if (live._tag === "Left" && live.left.status.code === 404) deletedNodes.add(n)
           else if (live._tag === "Right") {
             // It exists after all (the informer lagged): forget it.

@@ -20,17 +20,18 @@ import { Clock, Effect } from "effect"
 import type * as ApiError from "../api/ApiError.js"
 import type * as Client from "../client/Client.js"
 import * as LabelSelector from "../model/LabelSelector.js"
-import * as Conditions from "./Conditions.js"
+import * as Conditions from "../object/Conditions.js"
 import * as Controller from "./Controller.js"
-import * as Informer from "./Informer.js"
-import * as Pods from "./Pods.js"
+import * as Informer from "../informer/Informer.js"
+import * as Pods from "../object/Pods.js"
+import { type JsonObject, asArray, asObject, stableJson } from "../object/Json.js"
+import { controllerRefOf, isTerminating, metadataOf, nameOf, ownerReference, rfc3339, timeMs, uidOf } from "../object/Metadata.js"
+import * as ResourceRefs from "../object/ResourceRefs.js"
 
-type JsonObject = Client.JsonObject
 
 /** The ReplicaSet resource. */
 export const ReplicaSetRef: Client.ResourceRef = { apiVersion: "apps/v1", kind: "ReplicaSet" }
 
-const PodRef: Client.ResourceRef = { apiVersion: "v1", kind: "Pod" }
 
 /** At most this many pods are created or deleted in one sync (upstream's `burstReplicas`). */
 export const burstReplicas = 500
@@ -38,12 +39,8 @@ export const burstReplicas = 500
 /** The annotation that makes a pod cheaper (lower) or dearer (higher) to delete on scale-down. */
 export const PodDeletionCostAnnotation = "controller.kubernetes.io/pod-deletion-cost"
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
-const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
-const labelsOf = (o: JsonObject) => obj(Pods.meta(o)["labels"]) as Record<string, string>
-const spec = (rs: JsonObject) => obj(rs["spec"])
-const uidOf = (o: JsonObject) => String(Pods.meta(o)["uid"] ?? "")
-const nameOf = (o: JsonObject) => String(Pods.meta(o)["name"] ?? "")
+const labelsOf = (o: JsonObject) => asObject(metadataOf(o)["labels"]) as Record<string, string>
+const spec = (rs: JsonObject) => asObject(rs["spec"])
 
 /** The desired replica count (`spec.replicas`, 1 when unset as the API defaults it). */
 export const desiredReplicas = (rs: JsonObject): number => {
@@ -74,18 +71,18 @@ export interface Claim {
  */
 export const claim = (owner: JsonObject, candidates: ReadonlyArray<JsonObject>): Claim => {
   const uid = uidOf(owner)
-  const deleting = Pods.isTerminating(owner)
+  const deleting = isTerminating(owner)
   const owned: Array<JsonObject> = []
   const adopt: Array<JsonObject> = []
   const release: Array<JsonObject> = []
   for (const o of candidates) {
-    const ref = Pods.controllerRef(o)
+    const ref = controllerRefOf(o)
     const matches = selects(owner, labelsOf(o))
     if (ref !== undefined) {
       if (ref["uid"] !== uid) continue
       if (matches) owned.push(o)
       else if (!deleting) release.push(o)
-    } else if (matches && !deleting && !Pods.isTerminating(o)) {
+    } else if (matches && !deleting && !isTerminating(o)) {
       adopt.push(o)
       owned.push(o)
     }
@@ -122,15 +119,15 @@ const phaseOrdinal = (pod: JsonObject): number => {
 }
 
 const deletionCost = (pod: JsonObject): number => {
-  const v = Number(obj(Pods.meta(pod)["annotations"])[PodDeletionCostAnnotation])
+  const v = Number(asObject(metadataOf(pod)["annotations"])[PodDeletionCostAnnotation])
   return Number.isFinite(v) ? v : 0
 }
 
 const restarts = (pod: JsonObject): number =>
-  arr(obj(pod["status"])["containerStatuses"]).reduce<number>((max, s) => Math.max(max, Number(obj(s)["restartCount"] ?? 0)), 0)
+  asArray(asObject(pod["status"])["containerStatuses"]).reduce<number>((max, s) => Math.max(max, Number(asObject(s)["restartCount"] ?? 0)), 0)
 
-const readySince = (pod: JsonObject): number => Pods.timeMs(Pods.condition(pod, "Ready")?.["lastTransitionTime"]) ?? 0
-const createdAt = (pod: JsonObject): number => Pods.timeMs(Pods.meta(pod)["creationTimestamp"]) ?? 0
+const readySince = (pod: JsonObject): number => timeMs(Pods.condition(pod, "Ready")?.["lastTransitionTime"]) ?? 0
+const createdAt = (pod: JsonObject): number => timeMs(metadataOf(pod)["creationTimestamp"]) ?? 0
 const nodeOf = (pod: JsonObject): string => String(spec(pod)["nodeName"] ?? "")
 
 /**
@@ -171,10 +168,10 @@ export const podsToDelete = (pods: ReadonlyArray<JsonObject>, related: ReadonlyA
 
 /** The active pods controlled by `rs` or by any ReplicaSet with the same controlling owner. */
 const relatedPods = (rs: JsonObject, pods: ReadonlyArray<JsonObject>, replicaSets: ReadonlyArray<JsonObject>): ReadonlyArray<JsonObject> => {
-  const owner = Pods.controllerRef(rs)?.["uid"]
+  const owner = controllerRefOf(rs)?.["uid"]
   const uids = new Set([uidOf(rs)])
-  if (owner !== undefined) for (const other of replicaSets) if (Pods.controllerRef(other)?.["uid"] === owner) uids.add(uidOf(other))
-  return pods.filter((p) => Pods.isActive(p) && uids.has(String(Pods.controllerRef(p)?.["uid"] ?? "")))
+  if (owner !== undefined) for (const other of replicaSets) if (controllerRefOf(other)?.["uid"] === owner) uids.add(uidOf(other))
+  return pods.filter((p) => Pods.isActive(p) && uids.has(String(controllerRefOf(p)?.["uid"] ?? "")))
 }
 
 /** Why the last create or delete failed, for the `ReplicaFailure` condition. */
@@ -189,15 +186,15 @@ export interface Failure {
  */
 export const statusOf = (rs: JsonObject, pods: ReadonlyArray<JsonObject>, nowMs: number, failure?: Failure): JsonObject => {
   const minReady = Number(spec(rs)["minReadySeconds"] ?? 0)
-  const templateLabels = Object.entries(obj(obj(obj(spec(rs)["template"])["metadata"])["labels"]))
-  const old = obj(rs["status"])
-  const current = arr(old["conditions"]) as ReadonlyArray<Conditions.Condition>
+  const templateLabels = Object.entries(asObject(asObject(asObject(spec(rs)["template"])["metadata"])["labels"]))
+  const old = asObject(rs["status"])
+  const current = asArray(old["conditions"]) as ReadonlyArray<Conditions.Condition>
   const conditions =
     failure === undefined
       ? Conditions.remove(current, "ReplicaFailure")
       : Conditions.get(current, "ReplicaFailure") !== undefined
         ? current
-        : Conditions.set(current, { type: "ReplicaFailure", status: "True", reason: failure.reason, message: failure.message }, Pods.rfc3339(nowMs))
+        : Conditions.set(current, { type: "ReplicaFailure", status: "True", reason: failure.reason, message: failure.message }, rfc3339(nowMs))
   return {
     replicas: pods.length,
     fullyLabeledReplicas: pods.filter((p) => {
@@ -206,7 +203,7 @@ export const statusOf = (rs: JsonObject, pods: ReadonlyArray<JsonObject>, nowMs:
     }).length,
     readyReplicas: pods.filter(Pods.isReady).length,
     availableReplicas: pods.filter((p) => Pods.isAvailable(p, minReady, nowMs)).length,
-    observedGeneration: Number(Pods.meta(rs)["generation"] ?? 0),
+    observedGeneration: Number(metadataOf(rs)["generation"] ?? 0),
     ...(conditions.length > 0 ? { conditions } : {})
   }
 }
@@ -215,9 +212,9 @@ const countKeys = ["replicas", "fullyLabeledReplicas", "readyReplicas", "availab
 
 /** Whether `next` differs from the stored status (absent counts read as 0). */
 export const statusChanged = (stored: unknown, next: JsonObject): boolean => {
-  const old = obj(stored)
+  const old = asObject(stored)
   if (countKeys.some((k) => Number(old[k] ?? 0) !== Number(next[k] ?? 0))) return true
-  return Pods.stableJson(arr(old["conditions"])) !== Pods.stableJson(arr(next["conditions"]))
+  return stableJson(asArray(old["conditions"])) !== stableJson(asArray(next["conditions"]))
 }
 
 /** What one sync of a ReplicaSet does. */
@@ -249,7 +246,7 @@ export interface Observed {
 export const decide = (rs: JsonObject, observed: Observed, nowMs: number): Decision => {
   const claim = claimPods(rs, observed.pods)
   const pods = claim.owned
-  const deleting = Pods.isTerminating(rs)
+  const deleting = isTerminating(rs)
   const diff = pods.length - desiredReplicas(rs)
   const create = deleting || diff >= 0 ? 0 : Math.min(-diff, burstReplicas)
   const toDelete =
@@ -273,12 +270,12 @@ const isNotFound = (e: ApiError.ApiError) => e.status.code === 404
 
 /** A strategic merge patch adding a controller reference, pinned to the pod's resourceVersion. */
 const adoptPatch = (owner: JsonObject, pod: JsonObject) => ({
-  metadata: { resourceVersion: Pods.meta(pod)["resourceVersion"], ownerReferences: [Pods.ownerReference(owner)] }
+  metadata: { resourceVersion: metadataOf(pod)["resourceVersion"], ownerReferences: [ownerReference(owner)] }
 })
 
 /** A strategic merge patch dropping the owner's reference (upstream's release patch). */
 const releasePatch = (owner: JsonObject, pod: JsonObject) => ({
-  metadata: { resourceVersion: Pods.meta(pod)["resourceVersion"], ownerReferences: [{ $patch: "delete", uid: uidOf(owner) }] }
+  metadata: { resourceVersion: metadataOf(pod)["resourceVersion"], ownerReferences: [{ $patch: "delete", uid: uidOf(owner) }] }
 })
 
 /**
@@ -295,11 +292,11 @@ export const adoptAndRelease = (
   release: ReadonlyArray<JsonObject>
 ): Effect.Effect<boolean, ApiError.ApiError> =>
   Effect.gen(function* () {
-    const m = Pods.meta(owner)
+    const m = metadataOf(owner)
     const ns = m["namespace"] as string | undefined
     if (adopt.length > 0) {
       const fresh = yield* Effect.catchIf(ctx.client.get(ref, ns, nameOf(owner)), isNotFound, () => Effect.succeed(undefined))
-      if (fresh === undefined || uidOf(fresh) !== uidOf(owner) || Pods.isTerminating(fresh)) return false
+      if (fresh === undefined || uidOf(fresh) !== uidOf(owner) || isTerminating(fresh)) return false
       yield* Effect.forEach(adopt, (o) => ctx.client.patch(targetRef, ns, nameOf(o), "strategic", adoptPatch(owner, o)), { concurrency: 8, discard: true })
     }
     yield* Effect.forEach(
@@ -314,7 +311,7 @@ export const adoptAndRelease = (
 /** Create `count` pods in slow-start batches; answers the first failure, if any. */
 const createPods = (ctx: Controller.Context, rs: JsonObject, count: number) =>
   Effect.gen(function* () {
-    const template = obj(spec(rs)["template"])
+    const template = asObject(spec(rs)["template"])
     for (const size of slowStartBatches(count)) {
       const results = yield* Effect.forEach(
         Array.from({ length: size }),
@@ -343,7 +340,7 @@ const deletePods = (ctx: Controller.Context, rs: JsonObject, pods: ReadonlyArray
       pods,
       (pod) =>
         Effect.either(
-          ctx.client.delete(PodRef, Pods.meta(pod)["namespace"] as string | undefined, nameOf(pod), { preconditions: { uid: uidOf(pod) } })
+          ctx.client.delete(ResourceRefs.Pod, metadataOf(pod)["namespace"] as string | undefined, nameOf(pod), { preconditions: { uid: uidOf(pod) } })
         ).pipe(
           Effect.flatMap((r) =>
             r._tag === "Right"
@@ -362,13 +359,13 @@ const deletePods = (ctx: Controller.Context, rs: JsonObject, pods: ReadonlyArray
 const podKeys: Controller.KeyMapper = (change, informers) => {
   const keys = new Set(Controller.controllerOf("ReplicaSet")(change, informers))
   const pod = change.object
-  if (change.type !== "DELETED" && Pods.controllerRef(pod) === undefined) {
+  if (change.type !== "DELETED" && controllerRefOf(pod) === undefined) {
     const old = change.old
     // Upstream looks for adopters only when something that could make one appear changed.
     const worth =
-      old === undefined || Pods.stableJson(labelsOf(old)) !== Pods.stableJson(labelsOf(pod)) || Pods.controllerRef(old) !== undefined
+      old === undefined || stableJson(labelsOf(old)) !== stableJson(labelsOf(pod)) || controllerRefOf(old) !== undefined
     if (worth) {
-      const ns = Pods.meta(pod)["namespace"] as string | undefined
+      const ns = metadataOf(pod)["namespace"] as string | undefined
       for (const rs of informers.for(ReplicaSetRef).list(ns)) if (selects(rs, labelsOf(pod))) keys.add(Informer.keyOf(rs))
     }
   }
@@ -385,7 +382,7 @@ export interface Options {
 export const reconciler = (options: Options = {}): Controller.Reconciler => ({
   name: "replicaset",
   primary: ReplicaSetRef,
-  watches: [{ ref: PodRef, keys: podKeys }],
+  watches: [{ ref: ResourceRefs.Pod, keys: podKeys }],
   workers: options.workers ?? 5,
   reconcile: (key, ctx) =>
     Effect.gen(function* () {
@@ -393,8 +390,8 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => ({
       const rs = ctx.informers.for(ReplicaSetRef).get(namespace, name)
       if (rs === undefined) return
       const now = yield* Clock.currentTimeMillis
-      const decision = decide(rs, { pods: ctx.informers.for(PodRef).list(namespace), replicaSets: ctx.informers.for(ReplicaSetRef).list(namespace) }, now)
-      const claimed = yield* adoptAndRelease(ctx, ReplicaSetRef, rs, PodRef, decision.adopt, decision.release)
+      const decision = decide(rs, { pods: ctx.informers.for(ResourceRefs.Pod).list(namespace), replicaSets: ctx.informers.for(ReplicaSetRef).list(namespace) }, now)
+      const claimed = yield* adoptAndRelease(ctx, ReplicaSetRef, rs, ResourceRefs.Pod, decision.adopt, decision.release)
       if (!claimed) return
 
       let failure: { readonly error: ApiError.ApiError; readonly reason: Failure["reason"] } | undefined

@@ -16,18 +16,14 @@
  * view a decision reads includes this controller's own past writes (see `Controller.ts`).
  */
 import { Effect, Either } from "effect"
-import type * as Client from "../client/Client.js"
-import * as IpRange from "../policy/IpRange.js"
+import * as IpRange from "../network/IpRange.js"
 import type * as Controller from "./Controller.js"
-import * as Informer from "./Informer.js"
+import * as Informer from "../informer/Informer.js"
+import { type JsonObject, asArray, asObject, asString } from "../object/Json.js"
+import * as ResourceRefs from "../object/ResourceRefs.js"
 
-type JsonObject = Client.JsonObject
 
-const ServiceRef: Client.ResourceRef = { apiVersion: "v1", kind: "Service" }
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
-const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
-const str = (v: unknown): string => (typeof v === "string" ? v : "")
 
 /** A pool of addresses: inclusive ranges of one family each. */
 export interface Pool {
@@ -74,12 +70,12 @@ export type Decision =
   | { readonly _tag: "Exhausted"; readonly reason: string; readonly message: string }
 
 const statusIPs = (service: JsonObject): ReadonlyArray<string> =>
-  arr(obj(obj(service["status"])["loadBalancer"])["ingress"]).flatMap((i) => (str(obj(i)["ip"]) === "" ? [] : [str(obj(i)["ip"])]))
+  asArray(asObject(asObject(service["status"])["loadBalancer"])["ingress"]).flatMap((i) => (asString(asObject(i)["ip"]) === "" ? [] : [asString(asObject(i)["ip"])]))
 
 /** Whether this controller serves the Service: a LoadBalancer without another implementation's class. */
 export const handles = (service: JsonObject): boolean => {
-  const spec = obj(service["spec"])
-  return str(spec["type"]) === "LoadBalancer" && str(spec["loadBalancerClass"]) === ""
+  const spec = asObject(service["spec"])
+  return asString(spec["type"]) === "LoadBalancer" && asString(spec["loadBalancerClass"]) === ""
 }
 
 /**
@@ -87,13 +83,13 @@ export const handles = (service: JsonObject): boolean => {
  * whether that holder is older than this Service, so on a tie the older one keeps it).
  */
 export const decide = (service: JsonObject, heldByOthers: ReadonlyMap<string, boolean>, pool: Pool): Decision => {
-  const spec = obj(service["spec"])
+  const spec = asObject(service["spec"])
   const current = statusIPs(service)
   if (!handles(service)) {
     // Another class's Service is its implementation's to write; a former LoadBalancer is cleared.
-    return str(spec["type"]) !== "LoadBalancer" && current.length > 0 ? { _tag: "Clear" } : { _tag: "Keep" }
+    return asString(spec["type"]) !== "LoadBalancer" && current.length > 0 ? { _tag: "Clear" } : { _tag: "Keep" }
   }
-  const requested = str(spec["loadBalancerIP"])
+  const requested = asString(spec["loadBalancerIP"])
   const usable = (ip: string) => inPool(pool, ip) && heldByOthers.get(IpRange.canonical(ip) ?? ip) !== true
   if (requested !== "") {
     const ip = IpRange.canonical(requested)
@@ -119,7 +115,7 @@ export interface Options {
   readonly retryMs?: number
 }
 
-const created = (o: JsonObject) => str(obj(o["metadata"])["creationTimestamp"])
+const created = (o: JsonObject) => asString(asObject(o["metadata"])["creationTimestamp"])
 const olderThan = (a: JsonObject, b: JsonObject) => {
   const ta = created(a)
   const tb = created(b)
@@ -131,14 +127,14 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => {
   const pool = options.pool === undefined ? undefined : parsePool(options.pool)
   return {
     name: "service-load-balancer",
-    primary: ServiceRef,
+    primary: ResourceRefs.Service,
     // One worker: a decision and its write happen before the next Service's decision.
     workers: 1,
     reconcile: (key, ctx) =>
       Effect.gen(function* () {
         if (pool === undefined || Either.isLeft(pool)) return
         const { namespace, name } = Informer.splitKey(key)
-        const services = ctx.informers.for(ServiceRef)
+        const services = ctx.informers.for(ResourceRefs.Service)
         const service = services.get(namespace, name)
         if (service === undefined) return
         const others = new Map<string, boolean>()
@@ -151,10 +147,10 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => {
           case "Keep":
             return
           case "Clear":
-            yield* ctx.client.update({ ...service, status: { ...obj(service["status"]), loadBalancer: {} } }, "status")
+            yield* ctx.client.update({ ...service, status: { ...asObject(service["status"]), loadBalancer: {} } }, "status")
             return
           case "Assign":
-            yield* ctx.client.update({ ...service, status: { ...obj(service["status"]), loadBalancer: { ingress: [{ ip: decision.ip }] } } }, "status")
+            yield* ctx.client.update({ ...service, status: { ...asObject(service["status"]), loadBalancer: { ingress: [{ ip: decision.ip }] } } }, "status")
             yield* ctx.events.record(service, "Normal", "IPAllocated", `Assigned IP ["${decision.ip}"]`)
             return
           case "Exhausted":

@@ -27,18 +27,16 @@ import type * as Client from "../client/Client.js"
 import * as IntOrString from "../model/IntOrString.js"
 import * as Controller from "./Controller.js"
 import * as History from "./History.js"
-import * as Informer from "./Informer.js"
-import * as Pods from "./Pods.js"
+import * as Informer from "../informer/Informer.js"
+import * as Pods from "../object/Pods.js"
+import { type JsonObject, asArray, asObject, asString, stableJson } from "../object/Json.js"
+import { isTerminating, metadataOf, ownerReference } from "../object/Metadata.js"
+import * as ResourceRefs from "../object/ResourceRefs.js"
 
-type JsonObject = Client.JsonObject
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
-const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
-const str = (v: unknown): string => (typeof v === "string" ? v : "")
 
 /** The StatefulSet resource. */
 export const StatefulSetRef: Client.ResourceRef = { apiVersion: "apps/v1", kind: "StatefulSet" }
-const PodRef: Client.ResourceRef = { apiVersion: "v1", kind: "Pod" }
 /** The PersistentVolumeClaim resource. */
 export const ClaimRef: Client.ResourceRef = { apiVersion: "v1", kind: "PersistentVolumeClaim" }
 
@@ -69,28 +67,28 @@ export interface Spec {
 
 /** Read a StatefulSet's spec with defaults applied. */
 export const specOf = (set: JsonObject): Spec => {
-  const m = Pods.meta(set)
-  const spec = obj(set["spec"])
-  const strategy = obj(spec["updateStrategy"])
-  const rolling = obj(strategy["rollingUpdate"])
-  const policy = obj(spec["persistentVolumeClaimRetentionPolicy"])
+  const m = metadataOf(set)
+  const spec = asObject(set["spec"])
+  const strategy = asObject(spec["updateStrategy"])
+  const rolling = asObject(strategy["rollingUpdate"])
+  const policy = asObject(spec["persistentVolumeClaimRetentionPolicy"])
   return {
-    name: str(m["name"]),
-    namespace: str(m["namespace"]),
-    uid: str(m["uid"]),
+    name: asString(m["name"]),
+    namespace: asString(m["namespace"]),
+    uid: asString(m["uid"]),
     replicas: typeof spec["replicas"] === "number" ? spec["replicas"] : 1,
-    start: Number(obj(spec["ordinals"])["start"] ?? 0),
-    serviceName: str(spec["serviceName"]),
+    start: Number(asObject(spec["ordinals"])["start"] ?? 0),
+    serviceName: asString(spec["serviceName"]),
     parallel: spec["podManagementPolicy"] === "Parallel",
     strategy: strategy["type"] === "OnDelete" ? "OnDelete" : "RollingUpdate",
     partition: strategy["type"] === "OnDelete" ? 0 : Number(rolling["partition"] ?? 0),
     maxUnavailable: rolling["maxUnavailable"] as IntOrString.IntOrString | undefined,
     minReadySeconds: Number(spec["minReadySeconds"] ?? 0),
     revisionHistoryLimit: typeof spec["revisionHistoryLimit"] === "number" ? spec["revisionHistoryLimit"] : History.defaultHistoryLimit,
-    claimTemplates: arr(spec["volumeClaimTemplates"]).map(obj),
+    claimTemplates: asArray(spec["volumeClaimTemplates"]).map(asObject),
     whenDeleted: policy["whenDeleted"] === "Delete" ? "Delete" : "Retain",
     whenScaled: policy["whenScaled"] === "Delete" ? "Delete" : "Retain",
-    selectorLabels: obj(obj(spec["selector"])["matchLabels"]) as Record<string, string>
+    selectorLabels: asObject(asObject(spec["selector"])["matchLabels"]) as Record<string, string>
   }
 }
 
@@ -110,30 +108,30 @@ export const podName = (set: string, ordinal: number): string => `${set}-${ordin
 /** `<template>-<set>-<ordinal>`: the claim a template gives one replica. */
 export const claimName = (template: string, set: string, ordinal: number): string => `${template}-${set}-${ordinal}`
 
-const nameOf = (o: JsonObject) => str(Pods.meta(o)["name"])
-const uidOf = (o: JsonObject) => str(Pods.meta(o)["uid"])
-const labelsOf = (o: JsonObject) => obj(Pods.meta(o)["labels"]) as Record<string, string>
+const nameOf = (o: JsonObject) => asString(metadataOf(o)["name"])
+const uidOf = (o: JsonObject) => asString(metadataOf(o)["uid"])
+const labelsOf = (o: JsonObject) => asObject(metadataOf(o)["labels"]) as Record<string, string>
 const revisionLabel = (pod: JsonObject) => labelsOf(pod)[History.HashLabel] ?? ""
 const isRunningAndReady = (pod: JsonObject) => Pods.phase(pod) === "Running" && Pods.isReady(pod)
 const isFinished = (pod: JsonObject) => Pods.phase(pod) === "Failed" || Pods.phase(pod) === "Succeeded"
 
 /** A new claim for `ordinal` from one of the set's `volumeClaimTemplates`. */
 export const newClaim = (set: JsonObject, spec: Spec, template: JsonObject, ordinal: number): JsonObject => {
-  const tm = obj(template["metadata"])
-  const labels = { ...(obj(tm["labels"]) as Record<string, string>), ...spec.selectorLabels }
-  const annotations = obj(tm["annotations"])
+  const tm = asObject(template["metadata"])
+  const labels = { ...(asObject(tm["labels"]) as Record<string, string>), ...spec.selectorLabels }
+  const annotations = asObject(tm["annotations"])
   return {
     apiVersion: "v1",
     kind: "PersistentVolumeClaim",
     metadata: {
-      name: claimName(str(tm["name"]), spec.name, ordinal),
+      name: claimName(asString(tm["name"]), spec.name, ordinal),
       namespace: spec.namespace,
       ...(Object.keys(labels).length > 0 ? { labels } : {}),
       ...(Object.keys(annotations).length > 0 ? { annotations } : {}),
       // A claim for an in-range replica belongs to the set only when the set's deletion deletes it.
-      ...(spec.whenDeleted === "Delete" ? { ownerReferences: [Pods.ownerReference(set)] } : {})
+      ...(spec.whenDeleted === "Delete" ? { ownerReferences: [ownerReference(set)] } : {})
     },
-    spec: structuredClone(obj(template["spec"]))
+    spec: structuredClone(asObject(template["spec"]))
   }
 }
 
@@ -147,13 +145,13 @@ export const newPod = (set: JsonObject, spec: Spec, template: JsonObject, revisi
     name,
     extraLabels: { [PodNameLabel]: name, [PodIndexLabel]: String(ordinal), [History.HashLabel]: revisionName }
   })
-  const podSpec = obj(pod["spec"])
+  const podSpec = asObject(pod["spec"])
   const claimVolumes = spec.claimTemplates.map((t) => {
-    const volume = str(obj(t["metadata"])["name"])
+    const volume = asString(asObject(t["metadata"])["name"])
     return { name: volume, persistentVolumeClaim: { claimName: claimName(volume, spec.name, ordinal) } }
   })
   const claimed = new Set(claimVolumes.map((v) => v.name))
-  const volumes = [...claimVolumes, ...arr(podSpec["volumes"]).filter((v) => !claimed.has(str(obj(v)["name"])))]
+  const volumes = [...claimVolumes, ...asArray(podSpec["volumes"]).filter((v) => !claimed.has(asString(asObject(v)["name"])))]
   return {
     ...pod,
     spec: {
@@ -213,7 +211,7 @@ export const claimOwners = (
   pod: JsonObject,
   condemned: boolean
 ): ReadonlyArray<Record<string, unknown>> | undefined => {
-  const refs = arr(Pods.meta(claim)["ownerReferences"]).map(obj)
+  const refs = asArray(metadataOf(claim)["ownerReferences"]).map(asObject)
   const ownerPod = nameOf(pod)
   const isSetRef = (r: Record<string, unknown>) => claimRefMatches(r, "StatefulSet", spec.name)
   const isPodRef = (r: Record<string, unknown>) => claimRefMatches(r, "Pod", ownerPod)
@@ -222,8 +220,8 @@ export const claimOwners = (
   const foreignController = spec.whenDeleted === "Delete" || spec.whenScaled === "Delete" ? others.some((r) => r["controller"] === true) : false
   const wantSet = !foreignController && spec.whenDeleted === "Delete" && !(condemned && spec.whenScaled === "Delete")
   const wantPod = !foreignController && spec.whenScaled === "Delete" && condemned
-  const next = [...others, ...(wantSet ? [Pods.ownerReference(set)] : []), ...(wantPod ? [Pods.ownerReference(pod)] : [])]
-  const same = (a: ReadonlyArray<Record<string, unknown>>) => a.map((r) => Pods.stableJson(r)).sort().join("|")
+  const next = [...others, ...(wantSet ? [ownerReference(set)] : []), ...(wantPod ? [ownerReference(pod)] : [])]
+  const same = (a: ReadonlyArray<Record<string, unknown>>) => a.map((r) => stableJson(r)).sort().join("|")
   return same(next) === same(refs) ? undefined : next
 }
 
@@ -241,7 +239,7 @@ export const decide = (set: JsonObject, observed: Observed, now: number): Action
   const ownClaims: Array<{ name: string; ownerReferences: ReadonlyArray<Record<string, unknown>> }> = []
   const deletePods: Array<{ name: string; uid: string; reason: DeleteReason }> = []
   let waiting: string | undefined
-  const isUnavailable = (pod: JsonObject) => !Pods.isAvailable(pod, spec.minReadySeconds, now) || Pods.isTerminating(pod)
+  const isUnavailable = (pod: JsonObject) => !Pods.isAvailable(pod, spec.minReadySeconds, now) || isTerminating(pod)
 
   // Partition the pods into replicas (by slot) and condemned (out of range, highest first).
   const slots: Array<JsonObject | undefined> = Array.from({ length: spec.replicas }, () => undefined)
@@ -264,7 +262,7 @@ export const decide = (set: JsonObject, observed: Observed, now: number): Action
     status: completeRollingUpdate(spec, status),
     ...(waiting !== undefined ? { waiting, requeueAfterMs: 1000 } : minReadyRequeue(spec, observed.pods, now))
   })
-  if (Pods.isTerminating(set)) return done()
+  if (isTerminating(set)) return done()
 
   const currentTemplate = History.templateOf(observed.currentRevision)
   const updateTemplate = History.templateOf(observed.updateRevision)
@@ -281,7 +279,7 @@ export const decide = (set: JsonObject, observed: Observed, now: number): Action
       const wanted = newClaim(set, spec, t, ordinal)
       const existing = observed.claims.get(nameOf(wanted))
       if (existing === undefined) create.push(wanted)
-      else if (Pods.isTerminating(existing)) return { create: [], blocked: `pvc ${nameOf(wanted)} is being deleted` }
+      else if (isTerminating(existing)) return { create: [], blocked: `pvc ${nameOf(wanted)} is being deleted` }
     }
     return { create }
   }
@@ -290,9 +288,9 @@ export const decide = (set: JsonObject, observed: Observed, now: number): Action
     if (spec.whenScaled !== "Delete") return undefined
     const pod = podName(spec.name, ordinal)
     for (const t of spec.claimTemplates) {
-      const name = claimName(str(obj(t["metadata"])["name"]), spec.name, ordinal)
+      const name = claimName(asString(asObject(t["metadata"])["name"]), spec.name, ordinal)
       const claim = observed.claims.get(name)
-      if (claim !== undefined && arr(Pods.meta(claim)["ownerReferences"]).map(obj).some((r) => claimRefMatches(r, "Pod", pod))) {
+      if (claim !== undefined && asArray(metadataOf(claim)["ownerReferences"]).map(asObject).some((r) => claimRefMatches(r, "Pod", pod))) {
         return `pvc ${name} still belongs to a previous ${pod}`
       }
     }
@@ -300,7 +298,7 @@ export const decide = (set: JsonObject, observed: Observed, now: number): Action
   }
   const fixClaims = (pod: JsonObject, ordinal: number, isCondemned: boolean) => {
     for (const t of spec.claimTemplates) {
-      const claim = observed.claims.get(claimName(str(obj(t["metadata"])["name"]), spec.name, ordinal))
+      const claim = observed.claims.get(claimName(asString(asObject(t["metadata"])["name"]), spec.name, ordinal))
       if (claim === undefined) continue
       const next = claimOwners(claim, set, spec, pod, isCondemned)
       if (next !== undefined) ownClaims.push({ name: nameOf(claim), ownerReferences: next })
@@ -315,7 +313,7 @@ export const decide = (set: JsonObject, observed: Observed, now: number): Action
     const ordinal = spec.start + i
     const pod = slots[i]
     if (pod !== undefined && isFinished(pod)) {
-      if (!Pods.isTerminating(pod)) deletePods.push({ name: nameOf(pod), uid: uidOf(pod), reason: "Finished" })
+      if (!isTerminating(pod)) deletePods.push({ name: nameOf(pod), uid: uidOf(pod), reason: "Finished" })
       // The replacement is created once the old pod is gone.
       if (monotonic) {
         blocked = true
@@ -346,7 +344,7 @@ export const decide = (set: JsonObject, observed: Observed, now: number): Action
       const claims = missingClaims(ordinal)
       createClaims.push(...claims.create)
     }
-    if (monotonic && (Pods.isTerminating(pod) || !isRunningAndReady(pod) || !Pods.isAvailable(pod, spec.minReadySeconds, now))) {
+    if (monotonic && (isTerminating(pod) || !isRunningAndReady(pod) || !Pods.isAvailable(pod, spec.minReadySeconds, now))) {
       blocked = true
       break
     }
@@ -364,7 +362,7 @@ export const decide = (set: JsonObject, observed: Observed, now: number): Action
   const firstUnavailable =
     slots.find((p) => p === undefined || isUnavailable(p)) ?? [...condemned].reverse().find((p) => isUnavailable(p))
   for (const pod of condemned) {
-    if (Pods.isTerminating(pod)) {
+    if (isTerminating(pod)) {
       if (monotonic) return done()
       continue
     }
@@ -376,7 +374,7 @@ export const decide = (set: JsonObject, observed: Observed, now: number): Action
   // 3. Rolling update of ordinals >= start + partition, highest first.
   if (spec.strategy === "OnDelete") return done()
   const updateMin = Math.min(spec.partition, slots.length)
-  const outdated = (p: JsonObject) => revisionLabel(p) !== updateName && !Pods.isTerminating(p)
+  const outdated = (p: JsonObject) => revisionLabel(p) !== updateName && !isTerminating(p)
   if (spec.maxUnavailable !== undefined) {
     const scaled = IntOrString.scaledValue(spec.maxUnavailable, spec.replicas, false)
     const maxUnavailable = Math.max(1, scaled._tag === "Right" ? scaled.right : 1)
@@ -416,13 +414,13 @@ const statusOf = (set: JsonObject, spec: Spec, pods: ReadonlyArray<JsonObject>, 
       ready++
       if (Pods.isAvailable(pod, spec.minReadySeconds, now)) available++
     }
-    if (!Pods.isTerminating(pod)) {
+    if (!isTerminating(pod)) {
       if (revisionLabel(pod) === currentName) current++
       if (revisionLabel(pod) === updateName) updated++
     }
   }
   return {
-    observedGeneration: Pods.meta(set)["generation"] ?? 0,
+    observedGeneration: metadataOf(set)["generation"] ?? 0,
     replicas: pods.length,
     readyReplicas: ready,
     currentReplicas: current,
@@ -452,8 +450,8 @@ const minReadyRequeue = (spec: Spec, pods: ReadonlyArray<JsonObject>, now: numbe
 
 /** Whether the recorded status differs from `next` in a field the controller owns. */
 const statusChanged = (set: JsonObject, next: JsonObject): boolean => {
-  const old = obj(set["status"])
-  return Object.keys(next).some((k) => Pods.stableJson(old[k] ?? (k === "currentRevision" || k === "updateRevision" ? "" : 0)) !== Pods.stableJson(next[k]))
+  const old = asObject(set["status"])
+  return Object.keys(next).some((k) => stableJson(old[k] ?? (k === "currentRevision" || k === "updateRevision" ? "" : 0)) !== stableJson(next[k]))
 }
 
 /** The revisions a set's pods or status still use; never pruned. */
@@ -470,7 +468,7 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => ({
   name: "statefulset",
   primary: StatefulSetRef,
   watches: [
-    { ref: PodRef, keys: Controller.controllerOf("StatefulSet") },
+    { ref: ResourceRefs.Pod, keys: Controller.controllerOf("StatefulSet") },
     { ref: History.ControllerRevisionRef, keys: Controller.controllerOf("StatefulSet") }
   ],
   reads: [ClaimRef],
@@ -480,15 +478,15 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => ({
       const { namespace, name } = Informer.splitKey(key)
       const set = ctx.informers.for(StatefulSetRef).get(namespace, name)
       // A set being deleted is left to the garbage collector (upstream only refreshes its status).
-      if (set === undefined || Pods.isTerminating(set)) return
+      if (set === undefined || isTerminating(set)) return
       const spec = specOf(set)
       const now = yield* Clock.currentTimeMillis
-      const pods = ctx.informers.for(PodRef).controlledBy(spec.uid)
+      const pods = ctx.informers.for(ResourceRefs.Pod).controlledBy(spec.uid)
       const revisions = ctx.informers.for(History.ControllerRevisionRef).controlledBy(spec.uid)
 
       // The revision of the present template: found, rolled back to, or created.
       const data = History.patchOf(set)
-      const collisionCount = Number(obj(set["status"])["collisionCount"] ?? 0)
+      const collisionCount = Number(asObject(set["status"])["collisionCount"] ?? 0)
       const resolved = yield* History.ensure(
         ctx.client,
         set,
@@ -497,7 +495,7 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => ({
         collisionCount
       )
       const updateRevision = resolved.revision
-      const statusCurrent = str(obj(set["status"])["currentRevision"])
+      const statusCurrent = asString(asObject(set["status"])["currentRevision"])
       // Upstream: the revision the status names as current, or (first sync, or pruned) the update one.
       const currentRevision =
         statusCurrent === nameOf(updateRevision) ? updateRevision : (revisions.find((r) => nameOf(r) === statusCurrent) ?? updateRevision)
@@ -523,13 +521,13 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => ({
         yield* ctx.events.record(set, "Normal", "SuccessfulCreate", `create Pod ${nameOf(pod)} in StatefulSet ${spec.name} successful`)
       }
       for (const fix of actions.labelPods) {
-        yield* ignoreNotFound(ctx.client.patch(PodRef, spec.namespace, fix.name, "merge", { metadata: { labels: fix.labels } }))
+        yield* ignoreNotFound(ctx.client.patch(ResourceRefs.Pod, spec.namespace, fix.name, "merge", { metadata: { labels: fix.labels } }))
       }
       for (const fix of actions.ownClaims) {
         yield* ignoreNotFound(ctx.client.patch(ClaimRef, spec.namespace, fix.name, "merge", { metadata: { ownerReferences: fix.ownerReferences } }))
       }
       for (const d of actions.deletePods) {
-        const deleted = yield* Effect.either(ctx.client.delete(PodRef, spec.namespace, d.name, { preconditions: { uid: d.uid } }))
+        const deleted = yield* Effect.either(ctx.client.delete(ResourceRefs.Pod, spec.namespace, d.name, { preconditions: { uid: d.uid } }))
         if (deleted._tag === "Left") {
           if (deleted.left.status.code === 404 || deleted.left.status.code === 409) continue
           yield* ctx.events.record(set, "Warning", "FailedDelete", `delete Pod ${d.name} in StatefulSet ${spec.name} failed error: ${deleted.left.message}`)

@@ -13,6 +13,7 @@ import * as LabelSelector from "./LabelSelector.js"
 import { ObjectMeta } from "./Meta.js"
 import * as Networking from "./Networking.js"
 import { Int32 } from "./Scalars.js"
+import { asArray } from "../object/Json.js"
 
 /** A direction a policy governs. */
 export const PolicyType = Schema.Literal("Ingress", "Egress")
@@ -96,7 +97,6 @@ export type NetworkPolicy = typeof NetworkPolicy.Type
 
 type Json = Record<string, unknown>
 const obj = (v: unknown): Json | undefined => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Json) : undefined)
-const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
 
 const defaultPorts = (rules: unknown): unknown =>
   Array.isArray(rules)
@@ -118,8 +118,8 @@ export const defaults = <O extends Json>(o: O): O => {
   let next: Json = { ...spec }
   if (next["ingress"] !== undefined) next["ingress"] = defaultPorts(next["ingress"])
   if (next["egress"] !== undefined) next["egress"] = defaultPorts(next["egress"])
-  if (arr(next["policyTypes"]).length === 0) {
-    next = { ...next, policyTypes: arr(next["egress"]).length > 0 ? ["Ingress", "Egress"] : ["Ingress"] }
+  if (asArray(next["policyTypes"]).length === 0) {
+    next = { ...next, policyTypes: asArray(next["egress"]).length > 0 ? ["Ingress", "Egress"] : ["Ingress"] }
   }
   return { ...o, spec: next }
 }

@@ -9,6 +9,7 @@ import * as FieldError from "./FieldError.js"
 import { optional } from "./internal/fields.js"
 import { LabelSelector } from "./LabelSelector.js"
 import { makeObjectMeta } from "./Meta.js"
+import { asArray, asObject } from "../object/Json.js"
 
 /** The API group of these kinds. */
 export const Group = "rbac.authorization.k8s.io"
@@ -128,39 +129,37 @@ export const AggregateToEdit = "rbac.authorization.k8s.io/aggregate-to-edit"
 export const AggregateToView = "rbac.authorization.k8s.io/aggregate-to-view"
 
 type Json = Record<string, unknown>
-const obj = (v: unknown): Json => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Json) : {})
-const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
 
 /** Kubernetes' ValidatePolicyRule: verbs required; resource rules or non-resource rules, not both. */
 export const validateRules = (rules: unknown, namespaced: boolean, path = "rules"): ReadonlyArray<FieldError.FieldError> =>
-  arr(rules).flatMap((r, i) => {
-    const rule = obj(r)
+  asArray(rules).flatMap((r, i) => {
+    const rule = asObject(r)
     const at = `${path}[${i}]`
     const errors: Array<FieldError.FieldError> = []
-    if (arr(rule["verbs"]).length === 0) errors.push(FieldError.required(`${at}.verbs`, "verbs must contain at least one value"))
-    if (arr(rule["nonResourceURLs"]).length > 0) {
+    if (asArray(rule["verbs"]).length === 0) errors.push(FieldError.required(`${at}.verbs`, "verbs must contain at least one value"))
+    if (asArray(rule["nonResourceURLs"]).length > 0) {
       if (namespaced) errors.push(FieldError.invalid(`${at}.nonResourceURLs`, rule["nonResourceURLs"], "namespaced rules cannot apply to non-resource URLs"))
-      if (arr(rule["apiGroups"]).length > 0 || arr(rule["resources"]).length > 0) {
+      if (asArray(rule["apiGroups"]).length > 0 || asArray(rule["resources"]).length > 0) {
         errors.push(FieldError.invalid(`${at}.nonResourceURLs`, rule["nonResourceURLs"], "rules cannot apply to both regular resources and non-resource URLs"))
       }
       return errors
     }
-    if (arr(rule["apiGroups"]).length === 0) errors.push(FieldError.required(`${at}.apiGroups`, "resource rules must supply at least one api group"))
-    if (arr(rule["resources"]).length === 0) errors.push(FieldError.required(`${at}.resources`, "resource rules must supply at least one resource"))
+    if (asArray(rule["apiGroups"]).length === 0) errors.push(FieldError.required(`${at}.apiGroups`, "resource rules must supply at least one api group"))
+    if (asArray(rule["resources"]).length === 0) errors.push(FieldError.required(`${at}.resources`, "resource rules must supply at least one resource"))
     return errors
   })
 
 /** Kubernetes' binding validation: a known roleRef and well-formed subjects. */
 export const validateBinding = (binding: Json, namespaced: boolean): ReadonlyArray<FieldError.FieldError> => {
   const errors: Array<FieldError.FieldError> = []
-  const ref = obj(binding["roleRef"])
+  const ref = asObject(binding["roleRef"])
   if (ref["apiGroup"] !== Group) errors.push(FieldError.notSupported("roleRef.apiGroup", ref["apiGroup"], [Group]))
   const kinds = namespaced ? ["Role", "ClusterRole"] : ["ClusterRole"]
   if (!kinds.includes(String(ref["kind"]))) errors.push(FieldError.notSupported("roleRef.kind", ref["kind"], kinds))
   if (typeof ref["name"] !== "string" || ref["name"] === "") errors.push(FieldError.required("roleRef.name"))
   else for (const d of isValidName(ref["name"])) errors.push(FieldError.invalid("roleRef.name", ref["name"], d))
-  arr(binding["subjects"]).forEach((s, i) => {
-    const subject = obj(s)
+  asArray(binding["subjects"]).forEach((s, i) => {
+    const subject = asObject(s)
     const at = `subjects[${i}]`
     const name = subject["name"]
     if (typeof name !== "string" || name === "") errors.push(FieldError.required(`${at}.name`))
@@ -186,8 +185,8 @@ export const defaultSubjects = (binding: Json): Json =>
     ? binding
     : {
         ...binding,
-        subjects: arr(binding["subjects"]).map((s) => {
-          const subject = obj(s)
+        subjects: asArray(binding["subjects"]).map((s) => {
+          const subject = asObject(s)
           if (subject["apiGroup"] !== undefined) return subject
           return subject["kind"] === "User" || subject["kind"] === "Group" ? { ...subject, apiGroup: Group } : subject["kind"] === "ServiceAccount" ? { ...subject, apiGroup: "" } : subject
         })

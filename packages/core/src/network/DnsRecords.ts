@@ -23,12 +23,10 @@
  * not list namespaces, and a namespace without Services has no names to answer anyway.
  */
 import * as ServiceBackends from "./ServiceBackends.js"
+import { asArray, asObject, asString } from "../object/Json.js"
 
 type JsonObject = Readonly<Record<string, unknown>>
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
-const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
-const str = (v: unknown): string => (typeof v === "string" ? v : "")
 
 /** The cluster domain kubelets default to. */
 export const defaultDomain = "cluster.local"
@@ -100,11 +98,11 @@ const familyType = (address: string): "A" | "AAAA" => (address.includes(":") ? "
 const addressRecords = (name: string, addresses: ReadonlyArray<string>, qtype: string, ttl: number): ReadonlyArray<ResourceRecord> =>
   addresses.filter((a) => qtype === "ANY" || familyType(a) === qtype).map((a) => ({ type: familyType(a), name, ttl, data: a }))
 
-const isHeadless = (spec: Record<string, unknown>) => str(spec["clusterIP"]) === "None"
+const isHeadless = (spec: Record<string, unknown>) => asString(spec["clusterIP"]) === "None"
 
 const clusterIPs = (spec: Record<string, unknown>): ReadonlyArray<string> => {
-  const ips = arr(spec["clusterIPs"]).map(str).filter((ip) => ip !== "" && ip !== "None")
-  return ips.length > 0 ? ips : str(spec["clusterIP"]) === "" || isHeadless(spec) ? [] : [str(spec["clusterIP"])]
+  const ips = asArray(spec["clusterIPs"]).map(asString).filter((ip) => ip !== "" && ip !== "None")
+  return ips.length > 0 ? ips : asString(spec["clusterIP"]) === "" || isHeadless(spec) ? [] : [asString(spec["clusterIP"])]
 }
 
 /** The DNS label of an endpoint: its hostname, else its address with dashes (CoreDNS's endpoint names). */
@@ -172,12 +170,12 @@ const inZone = (qname: string, labels: ReadonlyArray<string>, qtype: string, vie
   const serviceName = labels[n - 3]!
   const service = view.service(ns, serviceName)
   if (service === undefined) return nx
-  const spec = obj(service["spec"])
+  const spec = asObject(service["spec"])
   const ready = () => ServiceBackends.endpoints(view.slices(ns, serviceName)).filter((e) => e.ready)
 
   if (n === 3) {
-    if (str(spec["type"]) === "ExternalName") {
-      const target = str(spec["externalName"]).replace(/\.$/, "")
+    if (asString(spec["type"]) === "ExternalName") {
+      const target = asString(spec["externalName"]).replace(/\.$/, "")
       return target === "" ? found([], [], domain, ttl) : found([{ type: "CNAME", name: qname, ttl, data: target }], [], domain, ttl)
     }
     if (qtype === "SRV") return srv(qname, service, undefined, view, domain, ttl)
@@ -208,10 +206,10 @@ const inZone = (qname: string, labels: ReadonlyArray<string>, qtype: string, vie
  * the host port in host mode) for a headless Service; the targets' addresses as additionals.
  */
 const srv = (qname: string, service: JsonObject, port: ServiceBackends.ServicePort | undefined, view: View, domain: string, ttl: number): Answer => {
-  const m = obj(service["metadata"])
-  const ns = str(m["namespace"])
-  const name = str(m["name"])
-  const spec = obj(service["spec"])
+  const m = asObject(service["metadata"])
+  const ns = asString(m["namespace"])
+  const name = asString(m["name"])
+  const spec = asObject(service["spec"])
   const full = `${name}.${ns}.svc.${domain}`
   const ports = port === undefined ? ServiceBackends.servicePorts(service).filter((p) => p.name !== "") : [port]
   const answers: Array<ResourceRecord> = []

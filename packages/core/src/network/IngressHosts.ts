@@ -1,3 +1,4 @@
+import { asArray, asObject, asString } from "../object/Json.js"
 /**
  * Who owns an ingress host: the decision that keeps one tenant's Ingress from taking another
  * tenant's traffic (issue 29 item 7). Pure: Ingresses (and the admin's host policy) in, a
@@ -74,11 +75,8 @@ export interface Ownership {
   readonly lost: ReadonlyMap<string, ReadonlySet<string>>
 }
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
-const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
-const str = (v: unknown): string => (typeof v === "string" ? v : "")
-const meta = (o: JsonObject) => obj(o["metadata"])
-const keyOf = (o: JsonObject) => `${str(meta(o)["namespace"])}/${str(meta(o)["name"])}`
+const meta = (o: JsonObject) => asObject(o["metadata"])
+const keyOf = (o: JsonObject) => `${asString(meta(o)["namespace"])}/${asString(meta(o)["name"])}`
 const compareText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
 /** A host as claims compare it: lower case, no trailing dot (ports are not part of an Ingress host). */
@@ -97,12 +95,12 @@ export const overlaps = (a: string, b: string): boolean => {
 
 /** The host patterns an Ingress claims: its rules' hosts (`""` for a rule without one) and its TLS hosts. */
 export const claimsOf = (ingress: JsonObject): ReadonlyArray<string> => {
-  const spec = obj(ingress["spec"])
+  const spec = asObject(ingress["spec"])
   const hosts = new Set<string>()
-  for (const rule of arr(spec["rules"])) hosts.add(normalize(str(obj(rule)["host"])))
+  for (const rule of asArray(spec["rules"])) hosts.add(normalize(asString(asObject(rule)["host"])))
   // A default backend answers requests for any host nobody routes: it is a catch-all claim.
   if (spec["defaultBackend"] !== undefined) hosts.add("")
-  for (const t of arr(spec["tls"])) for (const h of arr(obj(t)["hosts"])) if (str(h).trim() !== "") hosts.add(normalize(str(h)))
+  for (const t of asArray(spec["tls"])) for (const h of asArray(asObject(t)["hosts"])) if (asString(h).trim() !== "") hosts.add(normalize(asString(h)))
   return [...hosts]
 }
 
@@ -118,7 +116,7 @@ export const parsePolicy = (data: Readonly<Record<string, unknown>> | undefined)
       problems.push(`key ${JSON.stringify(namespace)} is not a namespace name`)
       continue
     }
-    for (const raw of str(value).split(/[\s,]+/)) {
+    for (const raw of asString(value).split(/[\s,]+/)) {
       if (raw === "") continue
       const pattern = normalize(raw)
       if (!/^(\*\.)?[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(pattern)) problems.push(`${namespace}: ${JSON.stringify(raw)} is not a host or *.domain pattern`)
@@ -139,9 +137,9 @@ const policyVerdict = (policy: Policy, host: string, namespace: string): "own" |
   return policy.some((r) => r.namespace === namespace && r.pattern.startsWith("*.") && overlaps(r.pattern, host)) ? "own" : undefined
 }
 
-const uid = (o: JsonObject) => str(meta(o)["uid"])
+const uid = (o: JsonObject) => asString(meta(o)["uid"])
 /** An Ingress without a creationTimestamp (not yet stored: admission) sorts after every stored one. */
-const created = (o: JsonObject) => str(meta(o)["creationTimestamp"]) || "\uffff"
+const created = (o: JsonObject) => asString(meta(o)["creationTimestamp"]) || "\uffff"
 
 /** Oldest first: creationTimestamp, then uid, then namespace/name. */
 export const byAge = (a: JsonObject, b: JsonObject): number => compareText(created(a), created(b)) || compareText(uid(a), uid(b)) || compareText(keyOf(a), keyOf(b))
@@ -151,7 +149,7 @@ export const decide = (ingresses: ReadonlyArray<JsonObject>, policy: Policy = []
   const sorted = [...ingresses].sort(byAge)
   const claims: Array<{ readonly ingress: string; readonly namespace: string; readonly host: string; readonly reserved: boolean }> = []
   for (const ing of sorted) {
-    const namespace = str(meta(ing)["namespace"])
+    const namespace = asString(meta(ing)["namespace"])
     for (const host of claimsOf(ing)) claims.push({ ingress: keyOf(ing), namespace, host, reserved: policyVerdict(policy, host, namespace) === "own" })
   }
   // Reserved claims first; the sort is stable, so age order holds within each group.
@@ -208,13 +206,13 @@ export const decide = (ingresses: ReadonlyArray<JsonObject>, policy: Policy = []
 /** The Ingress without the hosts it lost: its rules and TLS entries for them removed (what the proxy serves of it). */
 export const withoutLost = (ingress: JsonObject, lost: ReadonlySet<string> | undefined): JsonObject => {
   if (lost === undefined || lost.size === 0) return ingress
-  const spec = obj(ingress["spec"])
-  const rules = arr(spec["rules"]).filter((r) => !lost.has(normalize(str(obj(r)["host"]))))
-  const tls = arr(spec["tls"]).flatMap((t) => {
-    const hosts = arr(obj(t)["hosts"]).map(str)
+  const spec = asObject(ingress["spec"])
+  const rules = asArray(spec["rules"]).filter((r) => !lost.has(normalize(asString(asObject(r)["host"]))))
+  const tls = asArray(spec["tls"]).flatMap((t) => {
+    const hosts = asArray(asObject(t)["hosts"]).map(asString)
     if (hosts.length === 0) return lost.has("") ? [] : [t]
     const kept = hosts.filter((h) => !lost.has(normalize(h)))
-    return kept.length === 0 ? [] : [{ ...obj(t), hosts: kept }]
+    return kept.length === 0 ? [] : [{ ...asObject(t), hosts: kept }]
   })
   // The default backend stays: for the hosts it still owns it is their fallback (`IngressRoutes`
   // uses it as the catch-all only for the catch-all's owner).
@@ -223,11 +221,11 @@ export const withoutLost = (ingress: JsonObject, lost: ReadonlySet<string> | und
 
 /** The Ingress with only the claims in `hosts`: rules, TLS hosts and (for `""`) the default backend. */
 export const onlyClaims = (ingress: JsonObject, hosts: ReadonlySet<string>): JsonObject => {
-  const spec = obj(ingress["spec"])
-  const rules = arr(spec["rules"]).filter((r) => hosts.has(normalize(str(obj(r)["host"]))))
-  const tls = arr(spec["tls"]).flatMap((t) => {
-    const kept = arr(obj(t)["hosts"]).map(str).filter((h) => h.trim() !== "" && hosts.has(normalize(h)))
-    return kept.length === 0 ? [] : [{ ...obj(t), hosts: kept }]
+  const spec = asObject(ingress["spec"])
+  const rules = asArray(spec["rules"]).filter((r) => hosts.has(normalize(asString(asObject(r)["host"]))))
+  const tls = asArray(spec["tls"]).flatMap((t) => {
+    const kept = asArray(asObject(t)["hosts"]).map(asString).filter((h) => h.trim() !== "" && hosts.has(normalize(h)))
+    return kept.length === 0 ? [] : [{ ...asObject(t), hosts: kept }]
   })
   const { defaultBackend, ...rest } = spec
   return { ...ingress, spec: { ...rest, ...(defaultBackend !== undefined && hosts.has("") ? { defaultBackend } : {}), rules, tls } }

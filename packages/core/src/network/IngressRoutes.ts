@@ -30,6 +30,7 @@
 import * as Ingress from "../model/Ingress.js"
 import * as IngressHosts from "./IngressHosts.js"
 import * as ServiceBackends from "./ServiceBackends.js"
+import { asArray, asObject, asString } from "../object/Json.js"
 
 /** A JSON object from the API. */
 export type JsonObject = Record<string, unknown>
@@ -118,11 +119,8 @@ export interface Sources {
   readonly hostPolicy?: IngressHosts.Policy
 }
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
-const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
-const str = (v: unknown): string => (typeof v === "string" ? v : "")
-const meta = (o: JsonObject) => obj(o["metadata"])
-const keyOf = (o: JsonObject) => `${str(meta(o)["namespace"])}/${str(meta(o)["name"])}`
+const meta = (o: JsonObject) => asObject(o["metadata"])
+const keyOf = (o: JsonObject) => `${asString(meta(o)["namespace"])}/${asString(meta(o)["name"])}`
 
 /** The IngressClass `fleet` a cluster gets at start when it has none (the default class unless another is). */
 export const fleetIngressClass = (isDefault: boolean): JsonObject => ({
@@ -133,15 +131,15 @@ export const fleetIngressClass = (isDefault: boolean): JsonObject => ({
 })
 
 /** Whether an IngressClass is marked as the cluster's default. */
-export const isDefaultClass = (c: JsonObject): boolean => str(obj(meta(c)["annotations"])[DefaultClassAnnotation]) === "true"
+export const isDefaultClass = (c: JsonObject): boolean => asString(asObject(meta(c)["annotations"])[DefaultClassAnnotation]) === "true"
 
 /** Whether the proxy serves this Ingress (see the module comment). */
 export const isServed = (ingress: JsonObject, classes: ReadonlyArray<JsonObject>, controller: string = Ingress.FleetController): boolean => {
   if (meta(ingress)["deletionTimestamp"] !== undefined) return false
-  const named = str(obj(ingress["spec"])["ingressClassName"]) || str(obj(meta(ingress)["annotations"])[Ingress.LegacyClassAnnotation])
-  const ours = (c: JsonObject) => str(obj(c["spec"])["controller"]) === controller
+  const named = asString(asObject(ingress["spec"])["ingressClassName"]) || asString(asObject(meta(ingress)["annotations"])[Ingress.LegacyClassAnnotation])
+  const ours = (c: JsonObject) => asString(asObject(c["spec"])["controller"]) === controller
   if (named === "") return classes.some((c) => isDefaultClass(c) && ours(c))
-  const cls = classes.find((c) => str(meta(c)["name"]) === named)
+  const cls = classes.find((c) => asString(meta(c)["name"]) === named)
   // A class object may be missing (created after the Ingress, or never): `fleet` is still ours.
   return cls === undefined ? named === Ingress.FleetClass && controller === Ingress.FleetController : ours(cls)
 }
@@ -165,7 +163,7 @@ export const pathMatches = (rulePath: string, exact: boolean, requestPath: strin
 
 const trimSlash = (p: string) => p.replace(/\/+$/, "")
 
-const creation = (o: JsonObject) => str(meta(o)["creationTimestamp"])
+const creation = (o: JsonObject) => asString(meta(o)["creationTimestamp"])
 
 const compareText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
@@ -181,9 +179,9 @@ const index = (sources: Sources): Index => {
   for (const s of sources.services) services.set(keyOf(s), s)
   const slices = new Map<string, Array<JsonObject>>()
   for (const s of sources.endpointSlices) {
-    const svc = str(obj(meta(s)["labels"])[ServiceBackends.serviceNameLabel])
+    const svc = asString(asObject(meta(s)["labels"])[ServiceBackends.serviceNameLabel])
     if (svc === "") continue
-    const k = `${str(meta(s)["namespace"])}/${svc}`
+    const k = `${asString(meta(s)["namespace"])}/${svc}`
     const list = slices.get(k) ?? []
     list.push(s)
     slices.set(k, list)
@@ -192,23 +190,23 @@ const index = (sources: Sources): Index => {
 }
 
 const resolve = (raw: unknown, namespace: string, idx: Index): Backend => {
-  const b = obj(raw)
-  const service = obj(b["service"])
+  const b = asObject(raw)
+  const service = asObject(b["service"])
   if (b["service"] === undefined) {
-    return { namespace, service: str(obj(b["resource"])["name"]), port: "", targets: [], problem: "UnsupportedBackend" }
+    return { namespace, service: asString(asObject(b["resource"])["name"]), port: "", targets: [], problem: "UnsupportedBackend" }
   }
-  const name = str(service["name"])
-  const wanted = obj(service["port"])
-  const portText = typeof wanted["number"] === "number" ? String(wanted["number"]) : str(wanted["name"])
+  const name = asString(service["name"])
+  const wanted = asObject(service["port"])
+  const portText = typeof wanted["number"] === "number" ? String(wanted["number"]) : asString(wanted["name"])
   const base = { namespace, service: name, port: portText }
   const svc = idx.services.get(`${namespace}/${name}`)
   if (svc === undefined || meta(svc)["deletionTimestamp"] !== undefined) return { ...base, targets: [], problem: "ServiceNotFound" }
-  const spec = obj(svc["spec"])
-  const sp = ServiceBackends.servicePort(svc, typeof wanted["number"] === "number" ? { number: wanted["number"], protocol: "TCP" } : { name: str(wanted["name"]), protocol: "TCP" })
+  const spec = asObject(svc["spec"])
+  const sp = ServiceBackends.servicePort(svc, typeof wanted["number"] === "number" ? { number: wanted["number"], protocol: "TCP" } : { name: asString(wanted["name"]), protocol: "TCP" })
   if (spec["type"] === "ExternalName") {
     const port = typeof wanted["number"] === "number" ? wanted["number"] : sp?.port
-    return port !== undefined && str(spec["externalName"]) !== ""
-      ? { ...base, targets: [{ address: str(spec["externalName"]), port }], problem: undefined }
+    return port !== undefined && asString(spec["externalName"]) !== ""
+      ? { ...base, targets: [{ address: asString(spec["externalName"]), port }], problem: undefined }
       : { ...base, targets: [], problem: "PortNotFound" }
   }
   if (sp === undefined) return { ...base, targets: [], problem: "PortNotFound" }
@@ -249,28 +247,28 @@ export const build = (sources: Sources): RouteTable => {
     return g
   }
   for (const ing of served) {
-    const namespace = str(meta(ing)["namespace"])
+    const namespace = asString(meta(ing)["namespace"])
     const name = keyOf(ing)
-    const spec = obj(ing["spec"])
+    const spec = asObject(ing["spec"])
     const fallback = spec["defaultBackend"] === undefined ? undefined : { backend: backendOf(spec["defaultBackend"], namespace), ingress: name, path: undefined }
     if (fallback !== undefined && ownership.lost.get(name)?.has("") !== true) defaultBackend ??= fallback
-    for (const rule of arr(spec["rules"]).map(obj)) {
-      const host = normalizeHost(str(rule["host"]))
+    for (const rule of asArray(spec["rules"]).map(asObject)) {
+      const host = normalizeHost(asString(rule["host"]))
       const group = groupOf(host)
       if (fallback !== undefined && host !== "" && !group.defaults.some((d) => d.ingress === name)) group.defaults.push(fallback)
-      for (const p of arr(obj(rule["http"])["paths"]).map(obj)) {
+      for (const p of asArray(asObject(rule["http"])["paths"]).map(asObject)) {
         const exactType = p["pathType"] === "Exact"
-        const path = str(p["path"]) || "/"
+        const path = asString(p["path"]) || "/"
         // An older Ingress already routes this host and path: it keeps it.
         if (group.paths.some((r) => r.path === path && r.exact === exactType)) continue
         group.paths.push({ path, exact: exactType, key: exactType ? path : trimSlash(path), match: { backend: backendOf(p["backend"], namespace), ingress: name, path } })
       }
     }
-    for (const t of arr(spec["tls"]).map(obj)) {
-      const secretName = str(t["secretName"])
+    for (const t of asArray(spec["tls"]).map(asObject)) {
+      const secretName = asString(t["secretName"])
       if (secretName === "") continue
       const source = { namespace, secretName, ingress: name }
-      const hosts = arr(t["hosts"]).map((h) => normalizeHost(str(h))).filter((h) => h !== "")
+      const hosts = asArray(t["hosts"]).map((h) => normalizeHost(asString(h))).filter((h) => h !== "")
       if (hosts.length === 0) tlsDefault ??= source
       for (const h of hosts) {
         const [map, key] = h.startsWith("*.") ? [tlsWildcard, h.slice(2)] : [tls, h]

@@ -9,7 +9,7 @@
  *                                                ─▶ release(owner)
  */
 import { Either } from "effect"
-import * as IpRange from "../policy/IpRange.js"
+import * as IpRange from "./IpRange.js"
 import * as PodCidr from "./PodCidr.js"
 
 /** What is persisted: the block, the last offset handed out, and who holds which address. */

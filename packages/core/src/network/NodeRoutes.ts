@@ -6,13 +6,11 @@
  *
  *   Nodes ─▶ routes(self) ─▶ [{ cidr: 10.42.2.0/24, via: 192.168.1.12, node: b }, …]
  */
-import * as IpRange from "../policy/IpRange.js"
+import * as IpRange from "./IpRange.js"
+import { asArray, asObject, asString } from "../object/Json.js"
 
 type JsonObject = Readonly<Record<string, unknown>>
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
-const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
-const str = (v: unknown): string => (typeof v === "string" ? v : "")
 
 /** A route to another node's pods. */
 export interface Route {
@@ -23,28 +21,28 @@ export interface Route {
 
 /** A Node's IPv4 pod CIDRs (`spec.podCIDRs`, else `spec.podCIDR`). */
 export const podCidrsOf = (node: JsonObject): ReadonlyArray<string> => {
-  const spec = obj(node["spec"])
-  const all = arr(spec["podCIDRs"]).map(str).filter((c) => c !== "")
-  const list = all.length > 0 ? all : str(spec["podCIDR"]) === "" ? [] : [str(spec["podCIDR"])]
+  const spec = asObject(node["spec"])
+  const all = asArray(spec["podCIDRs"]).map(asString).filter((c) => c !== "")
+  const list = all.length > 0 ? all : asString(spec["podCIDR"]) === "" ? [] : [asString(spec["podCIDR"])]
   return list.filter((c) => IpRange.familyOf(c.split("/")[0] ?? "") === "IPv4")
 }
 
 /** A Node's InternalIP (IPv4), as its agent reported it. */
 export const internalIPOf = (node: JsonObject): string | undefined =>
-  arr(obj(node["status"])["addresses"])
-    .map(obj)
-    .find((a) => str(a["type"]) === "InternalIP" && IpRange.familyOf(str(a["address"])) === "IPv4")?.["address"] as string | undefined
+  asArray(asObject(node["status"])["addresses"])
+    .map(asObject)
+    .find((a) => asString(a["type"]) === "InternalIP" && IpRange.familyOf(asString(a["address"])) === "IPv4")?.["address"] as string | undefined
 
 /**
  * Routes from node `self` to every other node's pod CIDRs. A node without an InternalIP or a pod
  * CIDR yet gets none; a node whose InternalIP is this node's own (two agents on one host) neither.
  */
 export const routes = (nodes: ReadonlyArray<JsonObject>, self: string): ReadonlyArray<Route> => {
-  const me = nodes.find((n) => str(obj(n["metadata"])["name"]) === self)
+  const me = nodes.find((n) => asString(asObject(n["metadata"])["name"]) === self)
   const myIP = me === undefined ? undefined : internalIPOf(me)
   const out: Array<Route> = []
   for (const n of nodes) {
-    const name = str(obj(n["metadata"])["name"])
+    const name = asString(asObject(n["metadata"])["name"])
     if (name === self) continue
     const via = internalIPOf(n)
     if (via === undefined || via === myIP) continue

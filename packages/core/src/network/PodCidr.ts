@@ -8,7 +8,7 @@
  *   cluster 10.42.0.0/16 ─▶ nodeBlock(i) = 10.42.i.0/24 ─▶ gateway 10.42.i.1, pods .2 … .254
  */
 import { Either } from "effect"
-import * as IpRange from "../policy/IpRange.js"
+import * as IpRange from "./IpRange.js"
 
 /** The default cluster CIDR (k3s' default). */
 export const defaultClusterCidr = "10.42.0.0/16"

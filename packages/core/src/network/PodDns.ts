@@ -1,3 +1,4 @@
+import { asObject } from "../object/Json.js"
 /**
  * A pod's resolver configuration in isolated network mode, as the kubelet writes it: with
  * `dnsPolicy: ClusterFirst` (the default) the node's cluster DNS — the pod's gateway, whose port
@@ -9,7 +10,6 @@
  */
 type JsonObject = Readonly<Record<string, unknown>>
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
 const strings = (v: unknown): ReadonlyArray<string> => (Array.isArray(v) ? v.filter((s): s is string => typeof s === "string" && s !== "") : [])
 
 /** The cluster's DNS domain. */
@@ -24,15 +24,15 @@ export interface Config {
 
 /** The resolver of `pod` given the node's cluster DNS address; undefined: the host's (`Default`). */
 export const config = (pod: JsonObject, nameserver: string): Config | undefined => {
-  const spec = obj(pod["spec"])
+  const spec = asObject(pod["spec"])
   const policy = typeof spec["dnsPolicy"] === "string" ? spec["dnsPolicy"] : "ClusterFirst"
   if (policy === "Default") return undefined
-  const extra = obj(spec["dnsConfig"])
-  const extraOptions = (Array.isArray(extra["options"]) ? extra["options"] : []).map(obj).flatMap((o) =>
+  const extra = asObject(spec["dnsConfig"])
+  const extraOptions = (Array.isArray(extra["options"]) ? extra["options"] : []).map(asObject).flatMap((o) =>
     typeof o["name"] !== "string" ? [] : [typeof o["value"] === "string" ? `${o["name"]}:${o["value"]}` : o["name"]]
   )
   if (policy === "None") return { nameservers: strings(extra["nameservers"]), searches: strings(extra["searches"]), options: extraOptions }
-  const namespace = typeof obj(pod["metadata"])["namespace"] === "string" ? (obj(pod["metadata"])["namespace"] as string) : "default"
+  const namespace = typeof asObject(pod["metadata"])["namespace"] === "string" ? (asObject(pod["metadata"])["namespace"] as string) : "default"
   // A pod's own option replaces the default of the same name (ndots:2 over ndots:5).
   const names = new Set(extraOptions.map((o) => o.split(":")[0]))
   return {

@@ -1,3 +1,4 @@
+import { asArray, asObject, asString } from "../object/Json.js"
 /**
  * The backends of a Service port, read from the Service's EndpointSlices: what every data-path
  * component (DNS for headless Services, the NodePort and LoadBalancer proxies, the Ingress
@@ -17,9 +18,6 @@
 
 type JsonObject = Readonly<Record<string, unknown>>
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
-const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
-const str = (v: unknown): string => (typeof v === "string" ? v : "")
 
 /** The label naming the Service a slice belongs to. */
 export const serviceNameLabel = "kubernetes.io/service-name"
@@ -53,16 +51,16 @@ const protocolOf = (v: unknown): ServicePort["protocol"] => (v === "UDP" || v ==
 
 /** The ports of a Service's spec, defaulted. */
 export const servicePorts = (service: JsonObject): ReadonlyArray<ServicePort> =>
-  arr(obj(service["spec"])["ports"]).flatMap((p) => {
-    const o = obj(p)
+  asArray(asObject(service["spec"])["ports"]).flatMap((p) => {
+    const o = asObject(p)
     if (typeof o["port"] !== "number") return []
     return [
       {
-        name: str(o["name"]),
+        name: asString(o["name"]),
         port: o["port"],
         protocol: protocolOf(o["protocol"]),
         nodePort: typeof o["nodePort"] === "number" && o["nodePort"] > 0 ? o["nodePort"] : undefined,
-        appProtocol: str(o["appProtocol"]) === "" ? undefined : str(o["appProtocol"])
+        appProtocol: asString(o["appProtocol"]) === "" ? undefined : asString(o["appProtocol"])
       }
     ]
   })
@@ -82,8 +80,8 @@ export const servicePort = (
 /** Of many slices, those of Service `name` in `namespace`. */
 export const slicesOf = (slices: ReadonlyArray<JsonObject>, namespace: string, name: string): ReadonlyArray<JsonObject> =>
   slices.filter((s) => {
-    const m = obj(s["metadata"])
-    return str(m["namespace"]) === namespace && str(obj(m["labels"])[serviceNameLabel]) === name
+    const m = asObject(s["metadata"])
+    return asString(m["namespace"]) === namespace && asString(asObject(m["labels"])[serviceNameLabel]) === name
   })
 
 /**
@@ -94,26 +92,26 @@ export const slicesOf = (slices: ReadonlyArray<JsonObject>, namespace: string, n
 export const backends = (slices: ReadonlyArray<JsonObject>, port: Pick<ServicePort, "name" | "protocol">): ReadonlyArray<Backend> => {
   const byKey = new Map<string, Backend>()
   for (const slice of slices) {
-    const type = str(slice["addressType"])
+    const type = asString(slice["addressType"])
     if (type !== "IPv4" && type !== "IPv6") continue
-    const sp = arr(slice["ports"]).map(obj).find((p) => str(p["name"]) === port.name && protocolOf(p["protocol"]) === port.protocol)
+    const sp = asArray(slice["ports"]).map(asObject).find((p) => asString(p["name"]) === port.name && protocolOf(p["protocol"]) === port.protocol)
     if (sp === undefined || typeof sp["port"] !== "number") continue
-    for (const e of arr(slice["endpoints"]).map(obj)) {
-      const conditions = obj(e["conditions"])
+    for (const e of asArray(slice["endpoints"]).map(asObject)) {
+      const conditions = asObject(e["conditions"])
       const terminating = conditions["terminating"] === true
       const ready = conditions["ready"] !== false
       const serving = conditions["serving"] === undefined ? ready : conditions["serving"] === true
-      const ref = obj(e["targetRef"])
-      const pod = str(ref["kind"]) === "Pod" && str(ref["name"]) !== "" ? `${str(ref["namespace"])}/${str(ref["name"])}` : undefined
-      for (const address of arr(e["addresses"]).map(str).filter((a) => a !== "")) {
+      const ref = asObject(e["targetRef"])
+      const pod = asString(ref["kind"]) === "Pod" && asString(ref["name"]) !== "" ? `${asString(ref["namespace"])}/${asString(ref["name"])}` : undefined
+      for (const address of asArray(e["addresses"]).map(asString).filter((a) => a !== "")) {
         const b: Backend = {
           address,
           port: sp["port"],
           ready,
           serving,
           terminating,
-          hostname: str(e["hostname"]) === "" ? undefined : str(e["hostname"]),
-          nodeName: str(e["nodeName"]) === "" ? undefined : str(e["nodeName"]),
+          hostname: asString(e["hostname"]) === "" ? undefined : asString(e["hostname"]),
+          nodeName: asString(e["nodeName"]) === "" ? undefined : asString(e["nodeName"]),
           pod
         }
         const key = `${address}|${b.port}`
@@ -135,21 +133,21 @@ export type Endpoint = Omit<Backend, "port">
 export const endpoints = (slices: ReadonlyArray<JsonObject>): ReadonlyArray<Endpoint> => {
   const byAddress = new Map<string, Endpoint>()
   for (const slice of slices) {
-    const type = str(slice["addressType"])
+    const type = asString(slice["addressType"])
     if (type !== "IPv4" && type !== "IPv6") continue
-    for (const e of arr(slice["endpoints"]).map(obj)) {
-      const conditions = obj(e["conditions"])
+    for (const e of asArray(slice["endpoints"]).map(asObject)) {
+      const conditions = asObject(e["conditions"])
       const ready = conditions["ready"] !== false
-      const ref = obj(e["targetRef"])
-      for (const address of arr(e["addresses"]).map(str).filter((a) => a !== "")) {
+      const ref = asObject(e["targetRef"])
+      for (const address of asArray(e["addresses"]).map(asString).filter((a) => a !== "")) {
         const entry: Endpoint = {
           address,
           ready,
           serving: conditions["serving"] === undefined ? ready : conditions["serving"] === true,
           terminating: conditions["terminating"] === true,
-          hostname: str(e["hostname"]) === "" ? undefined : str(e["hostname"]),
-          nodeName: str(e["nodeName"]) === "" ? undefined : str(e["nodeName"]),
-          pod: str(ref["kind"]) === "Pod" && str(ref["name"]) !== "" ? `${str(ref["namespace"])}/${str(ref["name"])}` : undefined
+          hostname: asString(e["hostname"]) === "" ? undefined : asString(e["hostname"]),
+          nodeName: asString(e["nodeName"]) === "" ? undefined : asString(e["nodeName"]),
+          pod: asString(ref["kind"]) === "Pod" && asString(ref["name"]) !== "" ? `${asString(ref["namespace"])}/${asString(ref["name"])}` : undefined
         }
         const seen = byAddress.get(address)
         if (seen === undefined || (!seen.ready && entry.ready)) byAddress.set(address, entry)
@@ -178,8 +176,8 @@ export const readyBackends = (
 ): ReadonlyArray<Backend> => {
   const port = servicePort(service, ref)
   if (port === undefined) return []
-  const m = obj(service["metadata"])
-  return usable(backends(slicesOf(slices, str(m["namespace"]), str(m["name"])), port))
+  const m = asObject(service["metadata"])
+  return usable(backends(slicesOf(slices, asString(m["namespace"]), asString(m["name"])), port))
 }
 
 /** `address:port` as dialled (`[v6]:port` for IPv6). */

@@ -10,14 +10,14 @@
  */
 import { Effect, type Scope } from "effect"
 import type * as Client from "../client/Client.js"
-import * as Informer from "../controllers/Informer.js"
+import * as Informer from "../informer/Informer.js"
 import type * as DnsRecords from "./DnsRecords.js"
 import * as ServiceBackends from "./ServiceBackends.js"
+import { type JsonObject } from "../object/Json.js"
+import { metadataOf } from "../object/Metadata.js"
+import * as ResourceRefs from "../object/ResourceRefs.js"
 
-type JsonObject = Client.JsonObject
 
-const ServiceRef: Client.ResourceRef = { apiVersion: "v1", kind: "Service" }
-const EndpointSliceRef: Client.ResourceRef = { apiVersion: "discovery.k8s.io/v1", kind: "EndpointSlice" }
 
 /** A live view of Services and their slices. */
 export interface ServiceCatalog extends DnsRecords.View {
@@ -29,18 +29,17 @@ export interface ServiceCatalog extends DnsRecords.View {
   readonly synced: Effect.Effect<void>
 }
 
-const meta = (o: JsonObject): Record<string, unknown> => (o["metadata"] ?? {}) as Record<string, unknown>
 const sliceOwner = (slice: JsonObject): string | undefined => {
-  const labels = (meta(slice)["labels"] ?? {}) as Record<string, unknown>
+  const labels = (metadataOf(slice)["labels"] ?? {}) as Record<string, unknown>
   const name = labels[ServiceBackends.serviceNameLabel]
-  return typeof name === "string" && name !== "" ? `${String(meta(slice)["namespace"] ?? "")}/${name}` : undefined
+  return typeof name === "string" && name !== "" ? `${String(metadataOf(slice)["namespace"] ?? "")}/${name}` : undefined
 }
 
 /** Start the catalog's informers on `client` in the current scope. */
 export const make = (client: Client.Client): Effect.Effect<ServiceCatalog, never, Scope.Scope> =>
   Effect.gen(function* () {
-    const services = yield* Informer.make(client, ServiceRef)
-    const slices = yield* Informer.make(client, EndpointSliceRef)
+    const services = yield* Informer.make(client, ResourceRefs.Service)
+    const slices = yield* Informer.make(client, ResourceRefs.EndpointSlice)
     // Slice keys by owning Service, kept from the slice informer's changes.
     const byService = new Map<string, Map<string, JsonObject>>()
     const handlers = new Set<() => void>()

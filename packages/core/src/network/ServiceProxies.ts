@@ -12,12 +12,10 @@
  * UDP and SCTP ports are left out: the proxies are TCP only.
  */
 import * as ServiceBackends from "./ServiceBackends.js"
+import { asArray, asObject, asString } from "../object/Json.js"
 
 type JsonObject = Readonly<Record<string, unknown>>
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
-const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
-const str = (v: unknown): string => (typeof v === "string" ? v : "")
 
 /** One proxy listener and where its connections go. */
 export interface Listener {
@@ -50,18 +48,18 @@ const keyOf = (host: string, port: number) => (host.includes(":") ? `[${host}]:$
 
 /** The load-balancer addresses a Service's status gives. */
 export const loadBalancerIPs = (service: JsonObject): ReadonlyArray<string> =>
-  arr(obj(obj(service["status"])["loadBalancer"])["ingress"]).flatMap((i) => (str(obj(i)["ip"]) === "" ? [] : [str(obj(i)["ip"])]))
+  asArray(asObject(asObject(service["status"])["loadBalancer"])["ingress"]).flatMap((i) => (asString(asObject(i)["ip"]) === "" ? [] : [asString(asObject(i)["ip"])]))
 
 /** The listeners for `services` on this node. */
 export const plan = (services: ReadonlyArray<JsonObject>, options: Options): Plan => {
   const ordered = [...services].sort((a, b) => {
-    const ma = obj(a["metadata"])
-    const mb = obj(b["metadata"])
-    const ta = str(ma["creationTimestamp"])
-    const tb = str(mb["creationTimestamp"])
+    const ma = asObject(a["metadata"])
+    const mb = asObject(b["metadata"])
+    const ta = asString(ma["creationTimestamp"])
+    const tb = asString(mb["creationTimestamp"])
     if (ta !== tb) return ta < tb ? -1 : 1
-    const na = `${str(ma["namespace"])}/${str(ma["name"])}`
-    const nb = `${str(mb["namespace"])}/${str(mb["name"])}`
+    const na = `${asString(ma["namespace"])}/${asString(ma["name"])}`
+    const nb = `${asString(mb["namespace"])}/${asString(mb["name"])}`
     return na < nb ? -1 : na > nb ? 1 : 0
   })
   const byKey = new Map<string, Listener>()
@@ -71,10 +69,10 @@ export const plan = (services: ReadonlyArray<JsonObject>, options: Options): Pla
     else byKey.set(l.key, l)
   }
   for (const service of ordered) {
-    const type = str(obj(service["spec"])["type"])
+    const type = asString(asObject(service["spec"])["type"])
     if (type !== "NodePort" && type !== "LoadBalancer") continue
-    const m = obj(service["metadata"])
-    const base = { namespace: str(m["namespace"]), service: str(m["name"]) }
+    const m = asObject(service["metadata"])
+    const base = { namespace: asString(m["namespace"]), service: asString(m["name"]) }
     const ports = ServiceBackends.servicePorts(service).filter((p) => p.protocol === "TCP")
     if (options.nodeAddress !== undefined) {
       for (const p of ports) {

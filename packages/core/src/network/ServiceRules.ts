@@ -14,14 +14,12 @@
  *   postrouting (nat): masquerade pod → outside, and a pod reaching itself through its Service
  *   input/forward/output (filter) ─▶ no-endpoints: reject
  */
-import * as IpRange from "../policy/IpRange.js"
+import * as IpRange from "./IpRange.js"
 import * as ServiceBackends from "./ServiceBackends.js"
+import { asArray, asObject, asString } from "../object/Json.js"
 
 type JsonObject = Readonly<Record<string, unknown>>
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
-const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
-const str = (v: unknown): string => (typeof v === "string" ? v : "")
 
 /** The table the agent owns (family `ip`). */
 export const defaultTable = "fleet"
@@ -73,12 +71,12 @@ const quoted = (s: string) => `"${s.replace(/["\\\n]/g, "")}"`
 export const fromCluster = (services: ReadonlyArray<JsonObject>, slices: ReadonlyArray<JsonObject>): ReadonlyArray<ServiceRule> => {
   const out: Array<ServiceRule> = []
   for (const service of services) {
-    const spec = obj(service["spec"])
-    if (str(spec["type"]) === "ExternalName") continue
-    const ips = [...new Set([str(spec["clusterIP"]), ...arr(spec["clusterIPs"]).map(str)])].filter((ip) => ip !== "" && ip !== "None" && isIPv4(ip))
+    const spec = asObject(service["spec"])
+    if (asString(spec["type"]) === "ExternalName") continue
+    const ips = [...new Set([asString(spec["clusterIP"]), ...asArray(spec["clusterIPs"]).map(asString)])].filter((ip) => ip !== "" && ip !== "None" && isIPv4(ip))
     if (ips.length === 0) continue
-    const m = obj(service["metadata"])
-    const own = ServiceBackends.slicesOf(slices, str(m["namespace"]), str(m["name"]))
+    const m = asObject(service["metadata"])
+    const own = ServiceBackends.slicesOf(slices, asString(m["namespace"]), asString(m["name"]))
     const ports = ServiceBackends.servicePorts(service).map((p) => ({
       port: p.port,
       protocol: p.protocol,
@@ -86,7 +84,7 @@ export const fromCluster = (services: ReadonlyArray<JsonObject>, slices: Readonl
         .filter((b) => isIPv4(b.address))
         .map((b) => ({ address: b.address, port: b.port }))
     }))
-    out.push({ name: `${str(m["namespace"])}/${str(m["name"])}`, clusterIPs: ips, ports })
+    out.push({ name: `${asString(m["namespace"])}/${asString(m["name"])}`, clusterIPs: ips, ports })
   }
   return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
 }

@@ -17,13 +17,14 @@
  *   (Kubernetes' role for Prometheus: bind a ServiceAccount to it, or add it to the group).
  */
 import { Clock, Effect } from "effect"
-import { jsonEqual } from "../api/Strategies.js"
+import { jsonEqual } from "../object/Json.js"
 import * as Meta from "../model/Meta.js"
 import * as Rbac from "../model/Rbac.js"
 import * as Keys from "../store/Keys.js"
 import type { StoreService } from "../store/Store.js"
 import type { StoreError } from "../store/StoreError.js"
-import { ruleEqual, roleFromJson, type Rule } from "./Rbac.js"
+import { ruleEqual, roleFromJson, type Rule } from "./RbacRules.js"
+import { asArray, asObject } from "../object/Json.js"
 
 type Json = Record<string, unknown>
 
@@ -210,13 +211,11 @@ export const clusterRoleBindings: ReadonlyArray<Json> = [
 
 const parseObject = (text: string): Json | undefined => {
   try {
-    return rec(JSON.parse(text))
+    return asObject(JSON.parse(text))
   } catch {
     return undefined
   }
 }
-const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
-const rec = (v: unknown): Json => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Json) : {})
 
 /**
  * What the stored object should be, given the built-in one (Kubernetes' reconciliation of
@@ -225,19 +224,19 @@ const rec = (v: unknown): Json => (typeof v === "object" && v !== null && !Array
  * with `autoupdate: "false"`.
  */
 export const reconcile = (stored: Json, builtIn: Json): Json | undefined => {
-  const m = rec(stored["metadata"])
-  if (rec(m["annotations"])[Rbac.AutoupdateAnnotation] === "false") return undefined
-  const bm = rec(builtIn["metadata"])
-  const metadata = { ...m, labels: { ...rec(m["labels"]), ...rec(bm["labels"]) }, annotations: { ...rec(m["annotations"]), ...rec(bm["annotations"]) } }
+  const m = asObject(stored["metadata"])
+  if (asObject(m["annotations"])[Rbac.AutoupdateAnnotation] === "false") return undefined
+  const bm = asObject(builtIn["metadata"])
+  const metadata = { ...m, labels: { ...asObject(m["labels"]), ...asObject(bm["labels"]) }, annotations: { ...asObject(m["annotations"]), ...asObject(bm["annotations"]) } }
   if (builtIn["kind"] === "ClusterRole") {
-    const aggregation = rec(builtIn["aggregationRule"])
+    const aggregation = asObject(builtIn["aggregationRule"])
     if (builtIn["aggregationRule"] !== undefined) {
-      const selectors = [...arr(rec(stored["aggregationRule"])["clusterRoleSelectors"])]
-      for (const s of arr(aggregation["clusterRoleSelectors"])) if (!selectors.some((x) => jsonEqual(x, s))) selectors.push(s)
+      const selectors = [...asArray(asObject(stored["aggregationRule"])["clusterRoleSelectors"])]
+      for (const s of asArray(aggregation["clusterRoleSelectors"])) if (!selectors.some((x) => jsonEqual(x, s))) selectors.push(s)
       return { ...stored, metadata, aggregationRule: { clusterRoleSelectors: selectors }, rules: stored["rules"] ?? [] }
     }
     const retired = retiredRules[String(bm["name"])] ?? []
-    const kept = arr(stored["rules"]).filter((r) => {
+    const kept = asArray(stored["rules"]).filter((r) => {
       const parsed = roleFromJson({ kind: "ClusterRole", metadata: { name: "retired" }, rules: [r] })?.rules[0]
       return parsed === undefined || !retired.some((x) => ruleEqual(x, parsed))
     })
@@ -245,8 +244,8 @@ export const reconcile = (stored: Json, builtIn: Json): Json | undefined => {
     const missing = (builtIn["rules"] as ReadonlyArray<Rule>).filter((r) => !have.some((h) => ruleEqual(h, r)))
     return { ...stored, metadata, rules: [...kept, ...missing] }
   }
-  const subjects = [...arr(stored["subjects"])]
-  for (const s of arr(builtIn["subjects"])) if (!subjects.some((x) => jsonEqual(x, s))) subjects.push(s)
+  const subjects = [...asArray(stored["subjects"])]
+  for (const s of asArray(builtIn["subjects"])) if (!subjects.some((x) => jsonEqual(x, s))) subjects.push(s)
   return { ...stored, metadata, roleRef: builtIn["roleRef"], subjects }
 }
 
@@ -262,17 +261,17 @@ export const ensure = (store: StoreService, region: string = Meta.DefaultRegion)
       ...clusterRoleBindings.map((o) => ["clusterrolebindings", o] as const)
     ]
     for (const [resource, builtIn] of objects) {
-      const name = String(rec(builtIn["metadata"])["name"])
+      const name = String(asObject(builtIn["metadata"])["name"])
       const key = Keys.object({ group: Rbac.Group, resource, name })
       const existing = yield* Effect.either(store.get(key))
       if (existing._tag === "Left") {
         if (existing.left._tag !== "NotFound") return yield* Effect.fail(existing.left)
-        const m = rec(builtIn["metadata"])
+        const m = asObject(builtIn["metadata"])
         const metadata = {
           ...m,
           uid: crypto.randomUUID(),
           creationTimestamp: new Date(Math.floor(now / 1000) * 1000).toISOString().replace(".000Z", "Z"),
-          labels: { ...rec(m["labels"]), [Meta.RegionLabel]: region }
+          labels: { ...asObject(m["labels"]), [Meta.RegionLabel]: region }
         }
         // Another server may create it first; its copy is as good as ours.
         yield* store.create(key, JSON.stringify({ ...builtIn, metadata })).pipe(Effect.catchTag("AlreadyExists", () => Effect.void))

@@ -10,10 +10,9 @@ import type * as Admission from "../api/Admission.js"
 import * as ApiError from "../api/ApiError.js"
 import * as RbacModel from "../model/Rbac.js"
 import * as Status from "../model/Status.js"
-import * as Rbac from "./Rbac.js"
+import * as Rbac from "./RbacRules.js"
+import { asObject } from "../object/Json.js"
 
-type Json = Record<string, unknown>
-const rec = (v: unknown): Json => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Json) : {})
 
 const describeRule = (r: Rbac.Rule) =>
   (r.nonResourceURLs ?? []).length > 0
@@ -50,7 +49,7 @@ export const plugin = (policy: () => Rbac.Policy): Admission.Plugin => ({
         return check(Rbac.roleFromJson(o)?.rules ?? [])
       }
       if (r.kind === "RoleBinding" || r.kind === "ClusterRoleBinding") {
-        const ref = rec(o["roleRef"])
+        const ref = asObject(o["roleRef"])
         const kind = String(ref["kind"] ?? "")
         const name = String(ref["name"] ?? "")
         if (may("bind", kind === "Role" ? "roles" : "clusterroles", name)) return Effect.succeed([])

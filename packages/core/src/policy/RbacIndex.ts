@@ -14,7 +14,7 @@ import type * as Authz from "../api/Authz.js"
 import * as Transformer from "../api/Transformer.js"
 import * as Rbac from "../model/Rbac.js"
 import type { StoreService } from "../store/Store.js"
-import * as Policy from "./Rbac.js"
+import * as Policy from "./RbacRules.js"
 
 /** Where RBAC objects live in the store. */
 export const prefix = `/registry/${Rbac.Group}/`

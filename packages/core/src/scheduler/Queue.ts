@@ -28,9 +28,9 @@
  * Plain TypeScript (it sits on every pod's and event's path); only `pop` is an Effect, to wait.
  */
 import { Effect } from "effect"
-import type { JsonObject } from "../controllers/Informer.js"
-import { stableJson } from "../controllers/Pods.js"
-import type { Timer } from "../controllers/WorkQueue.js"
+import type { JsonObject } from "../informer/Informer.js"
+import { stableJson } from "../object/Json.js"
+import type { Timer } from "../informer/WorkQueue.js"
 import type { Plugin, QueuedPodInfo } from "./Framework.js"
 import type { PodInfo } from "./Snapshot.js"
 

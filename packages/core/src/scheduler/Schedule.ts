@@ -21,6 +21,7 @@
 import type { CycleState, Framework, NodeScore, PostFilterResult, Status } from "./Framework.js"
 import { MaxScore, MinScore } from "./Framework.js"
 import type { NodeInfo, PodInfo, Snapshot } from "./Snapshot.js"
+import { asObject, asString } from "../object/Json.js"
 
 /** How one cycle searches (what kube-scheduler keeps in the Scheduler between cycles). */
 export interface Options {
@@ -138,8 +139,6 @@ const maxScore = MaxScore
 
 const rejected = (s: Status): boolean => s.code === "Unschedulable" || s.code === "UnschedulableAndUnresolvable"
 
-const str = (v: unknown): string => (typeof v === "string" ? v : "")
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
 
 /** The message when the snapshot has no node at all (upstream's ErrNoNodesAvailable). */
 export const NoNodesAvailable = "no nodes available to schedule pods"
@@ -226,7 +225,7 @@ const run = (framework: Framework, state: CycleState, pod: PodInfo, snapshot: Sn
   const statuses = new Map<string, Status>()
 
   // ── The nominated node first: preemption made room there in an earlier cycle ──
-  const nominated = str(obj(pod.pod["status"])["nominatedNodeName"])
+  const nominated = asString(asObject(pod.pod["status"])["nominatedNodeName"])
   if (nominated !== "") {
     const node = snapshot.get(nominated)
     if (node !== undefined) {

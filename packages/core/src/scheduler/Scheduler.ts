@@ -42,10 +42,10 @@
  */
 import { Clock, Effect, Fiber, type Scope } from "effect"
 import type * as Client from "../client/Client.js"
-import * as Conditions from "../controllers/Conditions.js"
-import * as EventRecorder from "../controllers/EventRecorder.js"
-import * as Informer from "../controllers/Informer.js"
-import * as Pods from "../controllers/Pods.js"
+import * as Conditions from "../object/Conditions.js"
+import * as EventRecorder from "../client/EventRecorder.js"
+import * as Informer from "../informer/Informer.js"
+import * as Pods from "../object/Pods.js"
 import * as FleetMetrics from "../observability/FleetMetrics.js"
 import { MetricRegistry } from "../observability/MetricRegistry.js"
 import type * as LabelSelector from "../model/LabelSelector.js"
@@ -63,7 +63,7 @@ import {
   status,
   success
 } from "./Framework.js"
-import * as Batch from "./Batch.js"
+import * as Batch from "./OpportunisticBatching.js"
 import * as DefaultPreemption from "./plugins/DefaultPreemption.js"
 import * as Plugins from "./plugins/index.js"
 import type * as InterPodAffinity from "./plugins/InterPodAffinity.js"
@@ -73,20 +73,12 @@ import * as Profiles from "./Profiles.js"
 import * as Queue from "./Queue.js"
 import * as Schedule from "./Schedule.js"
 import * as Snapshot from "./Snapshot.js"
+import { type JsonObject, asArray, asObject, asString } from "../object/Json.js"
+import { metadataOf, rfc3339 } from "../object/Metadata.js"
+import * as ResourceRefs from "../object/ResourceRefs.js"
 
-type JsonObject = Client.JsonObject
 
-const PodRef: Client.ResourceRef = { apiVersion: "v1", kind: "Pod" }
-const NodeRef: Client.ResourceRef = { apiVersion: "v1", kind: "Node" }
-const PdbRef: Client.ResourceRef = { apiVersion: "policy/v1", kind: "PodDisruptionBudget" }
-const NamespaceRef: Client.ResourceRef = { apiVersion: "v1", kind: "Namespace" }
-const ServiceRef: Client.ResourceRef = { apiVersion: "v1", kind: "Service" }
-const VolumeRef: Client.ResourceRef = { apiVersion: "v1", kind: "PersistentVolume" }
-const ClaimRef: Client.ResourceRef = { apiVersion: "v1", kind: "PersistentVolumeClaim" }
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
-const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
-const str = (v: unknown): string => (typeof v === "string" ? v : "")
 
 /** How to run the scheduler. */
 export interface Options {
@@ -144,7 +136,7 @@ type PluginHandles = DefaultPreemption.PreemptionHandle & InterPodAffinity.Affin
 /** The handle `start` builds per profile (writable: `runFilter` is bound after the framework is built). */
 type RuntimeHandle = { -readonly [K in keyof PluginHandles]: PluginHandles[K] }
 
-const isBound = (pod: JsonObject): boolean => str(obj(pod["spec"])["nodeName"]) !== ""
+const isBound = (pod: JsonObject): boolean => asString(asObject(pod["spec"])["nodeName"]) !== ""
 
 const isFinished = (pod: JsonObject): boolean => {
   const phase = Pods.phase(pod)
@@ -153,19 +145,19 @@ const isFinished = (pod: JsonObject): boolean => {
 
 /** Answers whether a pod is this scheduler's to place (unbound, not finished or deleting, one of its profiles). */
 const isPending = (pod: JsonObject, names: ReadonlySet<string>) =>
-  !isBound(pod) && Pods.isActive(pod) && names.has(str(obj(pod["spec"])["schedulerName"]) || Profiles.DefaultSchedulerName)
+  !isBound(pod) && Pods.isActive(pod) && names.has(asString(asObject(pod["spec"])["schedulerName"]) || Profiles.DefaultSchedulerName)
 
-const nominatedNodeOf = (pod: JsonObject): string => str(obj(pod["status"])["nominatedNodeName"])
+const nominatedNodeOf = (pod: JsonObject): string => asString(asObject(pod["status"])["nominatedNodeName"])
 
 /** PodDisruptionBudgets as preemption reads them. */
 const budgets = (informers: Informer.Informers, namespace: string): ReadonlyArray<DefaultPreemption.Budget> =>
   informers
-    .for(PdbRef)
+    .for(ResourceRefs.PodDisruptionBudget)
     .list(namespace)
     .map((pdb) => {
-      const selector = obj(pdb["spec"])["selector"] as LabelSelector.LabelSelector | undefined
-      const st = obj(pdb["status"])
-      return { selector, disruptionsAllowed: Number(st["disruptionsAllowed"] ?? 0), disruptedPods: obj(st["disruptedPods"]) }
+      const selector = asObject(pdb["spec"])["selector"] as LabelSelector.LabelSelector | undefined
+      const st = asObject(pdb["status"])
+      return { selector, disruptionsAllowed: Number(st["disruptionsAllowed"] ?? 0), disruptedPods: asObject(st["disruptedPods"]) }
     })
 
 /** Run every Filter plugin of `framework` on one node (what preemption re-checks). */
@@ -180,7 +172,7 @@ const runFilter = (framework: Framework) => (state: CycleState, pod: Snapshot.Po
 
 /** A claim's class: `spec.storageClassName`, else the beta annotation (upstream's GetPersistentVolumeClaimClass). */
 const claimClass = (claim: JsonObject): string =>
-  str(obj(claim["spec"])["storageClassName"]) || str(obj(obj(claim["metadata"])["annotations"])["volume.beta.kubernetes.io/storage-class"])
+  asString(asObject(claim["spec"])["storageClassName"]) || asString(asObject(asObject(claim["metadata"])["annotations"])["volume.beta.kubernetes.io/storage-class"])
 
 /**
  * VolumeBinding as the runtime registers it (see the header): its PreFilter sees the pod without
@@ -192,22 +184,22 @@ const scopedVolumeBinding = (factory: Factory, claim: (namespace: string, name: 
   const built = factory(args, handle)
   if (typeof built === "string" || typeof (built as Partial<PreFilterPlugin>).preFilter !== "function") return built
   const plugin = built as PreFilterPlugin
-  const waiting = new Set(arr(obj(args)["waitForFirstConsumer"]).map(str))
+  const waiting = new Set(asArray(asObject(args)["waitForFirstConsumer"]).map(asString))
   const concerns = (pod: Snapshot.PodInfo, volume: Record<string, unknown>): boolean => {
-    const named = str(obj(volume["persistentVolumeClaim"])["claimName"])
-    const name = named !== "" ? named : volume["ephemeral"] !== undefined && volume["ephemeral"] !== null ? `${pod.name}-${str(volume["name"])}` : ""
+    const named = asString(asObject(volume["persistentVolumeClaim"])["claimName"])
+    const name = named !== "" ? named : volume["ephemeral"] !== undefined && volume["ephemeral"] !== null ? `${pod.name}-${asString(volume["name"])}` : ""
     if (name === "") return true
     const c = claim(pod.namespace, name)
     // Missing, deleting or bound claims are the plugin's to judge.
-    if (c === undefined || obj(c["metadata"])["deletionTimestamp"] != null || str(obj(c["spec"])["volumeName"]) !== "") return true
+    if (c === undefined || asObject(c["metadata"])["deletionTimestamp"] != null || asString(asObject(c["spec"])["volumeName"]) !== "") return true
     return waiting.has(claimClass(c))
   }
   const preFilter: PreFilterPlugin["preFilter"] = (state, pod, snapshot) => {
-    const spec = obj(pod.pod["spec"])
-    const volumes = arr(spec["volumes"])
+    const spec = asObject(pod.pod["spec"])
+    const volumes = asArray(spec["volumes"])
     let kept: Array<unknown> | undefined
     for (let i = 0; i < volumes.length; i++) {
-      const keep = concerns(pod, obj(volumes[i]))
+      const keep = concerns(pod, asObject(volumes[i]))
       if (!keep && kept === undefined) kept = volumes.slice(0, i)
       else if (keep && kept !== undefined) kept.push(volumes[i])
     }
@@ -226,7 +218,7 @@ const defaultSelector = (services: Informer.Informer) => (pod: Snapshot.PodInfo)
   const owner = PodTopologySpread.ownerLabelsSelector(pod)
   let matchLabels: Record<string, string> | undefined
   for (const svc of services.list(pod.namespace)) {
-    const selector = obj(obj(svc["spec"])["selector"])
+    const selector = asObject(asObject(svc["spec"])["selector"])
     const keys = Object.keys(selector)
     // A Service without a selector selects no pod.
     if (keys.length === 0 || !keys.every((k) => pod.labels[k] === selector[k])) continue
@@ -243,12 +235,12 @@ export const start = (options: Options): Effect.Effect<Running, string, Scope.Sc
     const client = options.client
     const informers = options.informers ?? (yield* Informer.makeShared(client))
     const events = EventRecorder.make(client, { component: options.component ?? Profiles.DefaultSchedulerName })
-    const nodes = informers.for(NodeRef)
-    const pods = informers.for(PodRef)
-    const namespaces = informers.for(NamespaceRef)
-    const services = informers.for(ServiceRef)
-    const volumes = informers.for(VolumeRef)
-    const claims = informers.for(ClaimRef)
+    const nodes = informers.for(ResourceRefs.Node)
+    const pods = informers.for(ResourceRefs.Pod)
+    const namespaces = informers.for(ResourceRefs.Namespace)
+    const services = informers.for(ResourceRefs.Service)
+    const volumes = informers.for(ResourceRefs.PersistentVolume)
+    const claims = informers.for(ResourceRefs.PersistentVolumeClaim)
 
     const base = options.registry ?? Plugins.registry
     const claimOf = (namespace: string, name: string) => claims.get(namespace, name)
@@ -259,10 +251,10 @@ export const start = (options: Options): Effect.Effect<Running, string, Scope.Sc
 
     const bindPod = (pod: JsonObject, node: string): Effect.Effect<Status> =>
       client
-        .createSubresource(PodRef, str(Pods.meta(pod)["namespace"]), str(Pods.meta(pod)["name"]), "binding", {
+        .createSubresource(ResourceRefs.Pod, asString(metadataOf(pod)["namespace"]), asString(metadataOf(pod)["name"]), "binding", {
           apiVersion: "v1",
           kind: "Binding",
-          metadata: { name: Pods.meta(pod)["name"], namespace: Pods.meta(pod)["namespace"], uid: Pods.meta(pod)["uid"] },
+          metadata: { name: metadataOf(pod)["name"], namespace: metadataOf(pod)["namespace"], uid: metadataOf(pod)["uid"] },
           target: { apiVersion: "v1", kind: "Node", name: node }
         })
         .pipe(
@@ -281,7 +273,7 @@ export const start = (options: Options): Effect.Effect<Running, string, Scope.Sc
         pdbs: (namespace) => budgets(informers, namespace),
         namespaceLabels: (namespace) => {
           const ns = namespaces.get(undefined, namespace)
-          return ns === undefined ? undefined : (obj(obj(ns["metadata"])["labels"]) as Readonly<Record<string, string>>)
+          return ns === undefined ? undefined : (asObject(asObject(ns["metadata"])["labels"]) as Readonly<Record<string, string>>)
         },
         defaultSelector: defaultSelector(services),
         volumes: { claim: claimOf, volumes: () => volumes.list() }
@@ -335,7 +327,7 @@ export const start = (options: Options): Effect.Effect<Running, string, Scope.Sc
     })
     const unsubscribePods = pods.subscribe((c) => {
       const pod = c.object
-      const uid = str(Pods.meta(pod)["uid"])
+      const uid = asString(metadataOf(pod)["uid"])
       const bound = isBound(pod)
       // What an assigned pod's change means to parked pods (upstream's AssignedPod* events): one
       // that appears, or becomes assigned, is an Add; one that goes or finishes frees its room.
@@ -385,7 +377,7 @@ export const start = (options: Options): Effect.Effect<Running, string, Scope.Sc
       })
     )
     yield* Effect.all(
-      [nodes, pods, namespaces, services, volumes, claims, informers.for(PdbRef)].map((i) => i.synced),
+      [nodes, pods, namespaces, services, volumes, claims, informers.for(ResourceRefs.PodDisruptionBudget)].map((i) => i.synced),
       { discard: true }
     )
 
@@ -399,7 +391,7 @@ export const start = (options: Options): Effect.Effect<Running, string, Scope.Sc
     /** The pod as the informer has it now, if it is still the same pending pod. */
     const current = (pod: Snapshot.PodInfo): JsonObject | undefined => {
       const now = pods.get(pod.namespace, pod.name)
-      return now !== undefined && str(Pods.meta(now)["uid"]) === pod.uid && !isBound(now) ? now : undefined
+      return now !== undefined && asString(metadataOf(now)["uid"]) === pod.uid && !isBound(now) ? now : undefined
     }
 
     /**
@@ -414,15 +406,15 @@ export const start = (options: Options): Effect.Effect<Running, string, Scope.Sc
           Effect.gen(function* () {
             const latest = current(pod)
             if (latest === undefined) return
-            const now = Pods.rfc3339(yield* Clock.currentTimeMillis)
-            const conditions = arr(obj(latest["status"])["conditions"]) as ReadonlyArray<Conditions.Condition>
+            const now = rfc3339(yield* Clock.currentTimeMillis)
+            const conditions = asArray(asObject(latest["status"])["conditions"]) as ReadonlyArray<Conditions.Condition>
             const next = Conditions.set(conditions, { type: "PodScheduled", status: "False", reason, message }, now)
             const patch: Record<string, unknown> = {}
             if (next !== conditions) patch["conditions"] = [Conditions.get(next, "PodScheduled")]
             if (nominate !== undefined && (nominate ?? "") !== nominatedNodeOf(latest)) patch["nominatedNodeName"] = nominate
             if (Object.keys(patch).length > 0) {
               // Strategic merge: conditions merge by type, so a concurrent writer's other conditions stay.
-              yield* Effect.ignore(client.patch(PodRef, pod.namespace, pod.name, "strategic", { status: patch }, "status"))
+              yield* Effect.ignore(client.patch(ResourceRefs.Pod, pod.namespace, pod.name, "strategic", { status: patch }, "status"))
             }
             yield* events.record(latest, "Warning", "FailedScheduling", message)
           })
@@ -431,7 +423,7 @@ export const start = (options: Options): Effect.Effect<Running, string, Scope.Sc
 
     /** Clear a pod's `status.nominatedNodeName` (the nomination no longer holds). */
     const clearNomination = (namespace: string, name: string) =>
-      background(Effect.ignore(client.patch(PodRef, namespace, name, "merge", { status: { nominatedNodeName: null } }, "status")))
+      background(Effect.ignore(client.patch(ResourceRefs.Pod, namespace, name, "merge", { status: { nominatedNodeName: null } }, "status")))
 
     /**
      * The snapshot with the pods nominated to a node (of at least `pod`'s priority, not `pod`)
@@ -482,17 +474,17 @@ export const start = (options: Options): Effect.Effect<Running, string, Scope.Sc
           victims,
           (v) =>
             Effect.gen(function* () {
-              const now = Pods.rfc3339(yield* Clock.currentTimeMillis)
+              const now = rfc3339(yield* Clock.currentTimeMillis)
               const target = Conditions.get(
                 Conditions.set(
-                  arr(obj(v.pod["status"])["conditions"]) as ReadonlyArray<Conditions.Condition>,
-                  { type: str(condition["type"]), status: "True", reason: str(condition["reason"]), message: str(condition["message"]) },
+                  asArray(asObject(v.pod["status"])["conditions"]) as ReadonlyArray<Conditions.Condition>,
+                  { type: asString(condition["type"]), status: "True", reason: asString(condition["reason"]), message: asString(condition["message"]) },
                   now
                 ),
-                str(condition["type"])
+                asString(condition["type"])
               )
-              yield* Effect.ignore(client.patch(PodRef, v.namespace, v.name, "strategic", { status: { conditions: [target] } }, "status"))
-              yield* Effect.ignore(client.delete(PodRef, v.namespace, v.name, { preconditions: { uid: v.uid } }))
+              yield* Effect.ignore(client.patch(ResourceRefs.Pod, v.namespace, v.name, "strategic", { status: { conditions: [target] } }, "status"))
+              yield* Effect.ignore(client.delete(ResourceRefs.Pod, v.namespace, v.name, { preconditions: { uid: v.uid } }))
               yield* events.record(v.pod, "Normal", "Preempted", `Preempted by pod ${pod.uid} on node ${node}`)
             }),
           { concurrency: 8, discard: true }
@@ -512,7 +504,7 @@ export const start = (options: Options): Effect.Effect<Running, string, Scope.Sc
           Effect.as(
             Effect.forEach(
               claimed,
-              (c) => Effect.ignore(client.patch(VolumeRef, undefined, c.volume, "merge", { metadata: { resourceVersion: c.resourceVersion }, spec: { claimRef: null } })),
+              (c) => Effect.ignore(client.patch(ResourceRefs.PersistentVolume, undefined, c.volume, "merge", { metadata: { resourceVersion: c.resourceVersion }, spec: { claimRef: null } })),
               { discard: true }
             ),
             s
@@ -524,21 +516,21 @@ export const start = (options: Options): Effect.Effect<Running, string, Scope.Sc
           if (pv === undefined) return yield* fail(status("Error", `binding volumes: persistentvolume "${b.volume}" not found`))
           const claimRef = { apiVersion: "v1", kind: "PersistentVolumeClaim", namespace: b.namespace, name: b.claim, uid: b.claimUid }
           const written = yield* Effect.either(
-            client.patch(VolumeRef, undefined, b.volume, "merge", { metadata: { resourceVersion: Pods.meta(pv)["resourceVersion"] }, spec: { claimRef } })
+            client.patch(ResourceRefs.PersistentVolume, undefined, b.volume, "merge", { metadata: { resourceVersion: metadataOf(pv)["resourceVersion"] }, spec: { claimRef } })
           )
           if (written._tag === "Left") return yield* fail(failure(written.left, `persistentvolume "${b.volume}"`))
-          claimed.push({ volume: b.volume, resourceVersion: Pods.meta(written.right)["resourceVersion"] })
+          claimed.push({ volume: b.volume, resourceVersion: metadataOf(written.right)["resourceVersion"] })
           const pvc = claims.get(b.namespace, b.claim)
           if (pvc === undefined) return yield* fail(status("Error", `binding volumes: persistentvolumeclaim "${b.claim}" not found`))
           const bound = yield* Effect.either(
-            client.patch(ClaimRef, b.namespace, b.claim, "merge", { metadata: { resourceVersion: Pods.meta(pvc)["resourceVersion"] }, spec: { volumeName: b.volume } })
+            client.patch(ResourceRefs.PersistentVolumeClaim, b.namespace, b.claim, "merge", { metadata: { resourceVersion: metadataOf(pvc)["resourceVersion"] }, spec: { volumeName: b.volume } })
           )
           if (bound._tag === "Left") return yield* fail(failure(bound.left, `persistentvolumeclaim "${b.claim}"`))
-          const pvSpec = obj(pv["spec"])
+          const pvSpec = asObject(pv["spec"])
           // The phases are reporting only (the scheduler reads claimRef and volumeName): best effort.
-          yield* Effect.ignore(client.patch(VolumeRef, undefined, b.volume, "merge", { status: { phase: "Bound" } }, "status"))
+          yield* Effect.ignore(client.patch(ResourceRefs.PersistentVolume, undefined, b.volume, "merge", { status: { phase: "Bound" } }, "status"))
           yield* Effect.ignore(
-            client.patch(ClaimRef, b.namespace, b.claim, "merge", { status: { phase: "Bound", accessModes: pvSpec["accessModes"], capacity: pvSpec["capacity"] } }, "status")
+            client.patch(ResourceRefs.PersistentVolumeClaim, b.namespace, b.claim, "merge", { status: { phase: "Bound", accessModes: pvSpec["accessModes"], capacity: pvSpec["capacity"] } }, "status")
           )
         }
         return success
@@ -589,7 +581,7 @@ export const start = (options: Options): Effect.Effect<Running, string, Scope.Sc
       Effect.gen(function* () {
         const pod = qpi.pod
         counts.attempts++
-        const framework = frameworks.get(str(obj(pod.pod["spec"])["schedulerName"]) || Profiles.DefaultSchedulerName) ?? first
+        const framework = frameworks.get(asString(asObject(pod.pod["spec"])["schedulerName"]) || Profiles.DefaultSchedulerName) ?? first
         const snapshot = withNominated(cache.snapshot(), pod)
         const scheduleOptions: Schedule.Options = {
           startIndex,
@@ -659,7 +651,7 @@ export const start = (options: Options): Effect.Effect<Running, string, Scope.Sc
     const next = Effect.flatMap(queue.pop, (qpi) => {
       const t0 = performance.now()
       // Only configured profiles become label values (a pod may name any scheduler).
-      const named = str(obj(qpi.pod.pod["spec"])["schedulerName"])
+      const named = asString(asObject(qpi.pod.pod["spec"])["schedulerName"])
       const profile = frameworks.has(named) ? named : Profiles.DefaultSchedulerName
       const record = (result: string) =>
         Effect.sync(() => {

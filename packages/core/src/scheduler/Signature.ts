@@ -10,10 +10,9 @@
  */
 import type { PodInfo } from "./Snapshot.js"
 import * as Snapshot from "./Snapshot.js"
+import { asArray, asObject } from "../object/Json.js"
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
-const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
-const spec = (pod: PodInfo) => obj(pod.pod["spec"])
+const spec = (pod: PodInfo) => asObject(pod.pod["spec"])
 const json = (v: unknown): string => JSON.stringify(v ?? null)
 
 /** The requests the resource plugins add up (requested and the non-zero scoring variant). */
@@ -25,7 +24,7 @@ export const tolerations = (pod: PodInfo): string => json(spec(pod)["tolerations
 /** `spec.nodeSelector` and `spec.affinity.nodeAffinity` (NodeAffinity). */
 export const nodeSelection = (pod: PodInfo): string => {
   const s = spec(pod)
-  return `${json(s["nodeSelector"])}|${json(obj(s["affinity"])["nodeAffinity"])}`
+  return `${json(s["nodeSelector"])}|${json(asObject(s["affinity"])["nodeAffinity"])}`
 }
 
 /** `spec.nodeName` (NodeName). */
@@ -35,8 +34,8 @@ export const nodeName = (pod: PodInfo): string => pod.nodeName ?? ""
 export const ports = (pod: PodInfo): string => {
   const s = spec(pod)
   let out = ""
-  for (const c of arr(s["initContainers"])) if (obj(c)["restartPolicy"] === "Always") out += json(obj(c)["ports"])
+  for (const c of asArray(s["initContainers"])) if (asObject(c)["restartPolicy"] === "Always") out += json(asObject(c)["ports"])
   out += "|"
-  for (const c of arr(s["containers"])) out += json(obj(c)["ports"])
+  for (const c of asArray(s["containers"])) out += json(asObject(c)["ports"])
   return out
 }

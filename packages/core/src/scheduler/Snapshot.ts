@@ -19,8 +19,9 @@
  *   anti-affinity (upstream also keeps a required-anti-affinity list).
  */
 import * as Quantity from "../model/Quantity.js"
-import type { JsonObject } from "../controllers/Informer.js"
-import type { TaintLike } from "./TaintToleration.js"
+import type { JsonObject } from "../informer/Informer.js"
+import type { TaintLike } from "../matching/TaintToleration.js"
+import { asArray, asObject, asString } from "../object/Json.js"
 
 /** Resource amounts in the units the scheduler adds up: milli-CPU, bytes, pod slots, and named scalars. */
 export interface Resources {
@@ -94,9 +95,6 @@ export interface Delta {
 
 // ─── Implementation ────────────────────────────────────────────────────────────────────────────
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
-const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
-const str = (v: unknown): string => (typeof v === "string" ? v : "")
 
 /** The CPU kube-scheduler counts for a container without a CPU request when scoring (100m). */
 export const DefaultMilliCpuRequest = 100
@@ -195,7 +193,7 @@ class Acc {
   }
 }
 
-const requestsOf = (container: unknown): Record<string, unknown> => obj(obj(obj(container)["resources"])["requests"])
+const requestsOf = (container: unknown): Record<string, unknown> => asObject(asObject(asObject(container)["resources"])["requests"])
 
 // One container's requests; `nonZero` applies upstream's NonMissingContainerRequests (a missing
 // CPU or memory request — absent, not zero — counts as the scoring default).
@@ -210,15 +208,15 @@ const addContainer = (acc: Acc, requests: Record<string, unknown>, nonZero: bool
 // Upstream's resourcehelper.PodRequests.
 const podRequests = (spec: Record<string, unknown>, nonZero: boolean): Acc => {
   const total = new Acc()
-  for (const c of arr(spec["containers"])) addContainer(total, requestsOf(c), nonZero)
-  const inits = arr(spec["initContainers"])
+  for (const c of asArray(spec["containers"])) addContainer(total, requestsOf(c), nonZero)
+  const inits = asArray(spec["initContainers"])
   if (inits.length > 0) {
     // Sidecars started so far keep running while each later init container runs.
     const sidecars = new Acc()
     const initMax = new Acc()
     for (const c of inits) {
       const requests = requestsOf(c)
-      if (obj(c)["restartPolicy"] === "Always") {
+      if (asObject(c)["restartPolicy"] === "Always") {
         addContainer(total, requests, nonZero)
         addContainer(sidecars, requests, nonZero)
         initMax.max(sidecars)
@@ -230,7 +228,7 @@ const podRequests = (spec: Record<string, unknown>, nonZero: boolean): Acc => {
     }
     total.max(initMax)
   }
-  const overhead = obj(spec["overhead"])
+  const overhead = asObject(spec["overhead"])
   for (const name in overhead) total.add(name, overhead[name])
   return total
 }
@@ -239,15 +237,15 @@ const podRequests = (spec: Record<string, unknown>, nonZero: boolean): Acc => {
 const hostPortsOf = (spec: Record<string, unknown>): ReadonlyArray<string> => {
   let out: Array<string> | undefined
   const collect = (container: unknown) => {
-    for (const p of arr(obj(container)["ports"])) {
-      const port = obj(p)
+    for (const p of asArray(asObject(container)["ports"])) {
+      const port = asObject(p)
       const hostPort = Number(port["hostPort"] ?? 0)
       if (!(hostPort > 0)) continue
-      ;(out ??= []).push(`${str(port["protocol"]) || "TCP"}/${str(port["hostIP"]) || "0.0.0.0"}/${hostPort}`)
+      ;(out ??= []).push(`${asString(port["protocol"]) || "TCP"}/${asString(port["hostIP"]) || "0.0.0.0"}/${hostPort}`)
     }
   }
-  for (const c of arr(spec["initContainers"])) if (obj(c)["restartPolicy"] === "Always") collect(c)
-  for (const c of arr(spec["containers"])) collect(c)
+  for (const c of asArray(spec["initContainers"])) if (asObject(c)["restartPolicy"] === "Always") collect(c)
+  for (const c of asArray(spec["containers"])) collect(c)
   return out ?? noPorts
 }
 
@@ -263,9 +261,9 @@ interface PodExtras {
 const extras = new WeakMap<PodInfo, PodExtras>()
 
 const computeExtras = (pod: JsonObject): PodExtras => {
-  const spec = obj(pod["spec"])
+  const spec = asObject(pod["spec"])
   const nonZero = podRequests(spec, true)
-  const affinity = obj(spec["affinity"])
+  const affinity = asObject(spec["affinity"])
   return {
     nonZeroMilliCpu: nonZero.milliCpu,
     nonZeroMemory: nonZero.memory,
@@ -286,17 +284,17 @@ const extrasOf = (info: PodInfo): PodExtras => {
 
 /** A pod as the scheduler reads it: requests parsed once (CPU in milli, bytes, scalars), priority, labels. */
 export const podInfo = (pod: JsonObject): PodInfo => {
-  const meta = obj(pod["metadata"])
-  const spec = obj(pod["spec"])
+  const meta = asObject(pod["metadata"])
+  const spec = asObject(pod["spec"])
   const requests = podRequests(spec, false)
   requests.pods = 1
-  const nodeName = str(spec["nodeName"])
+  const nodeName = asString(spec["nodeName"])
   const info: PodInfo = {
     pod,
-    namespace: str(meta["namespace"]),
-    name: str(meta["name"]),
-    uid: str(meta["uid"]),
-    labels: obj(meta["labels"]) as Readonly<Record<string, string>>,
+    namespace: asString(meta["namespace"]),
+    name: asString(meta["name"]),
+    uid: asString(meta["uid"]),
+    labels: asObject(meta["labels"]) as Readonly<Record<string, string>>,
     requests: requests.freeze(),
     priority: typeof spec["priority"] === "number" ? spec["priority"] : 0,
     nodeName: nodeName === "" ? undefined : nodeName
@@ -321,9 +319,9 @@ export const requestsSignature = (info: PodInfo): string => {
 export const podKey = (info: PodInfo): string => (info.uid !== "" ? info.uid : `${info.namespace}/${info.name}`)
 
 const keyOfPod = (pod: JsonObject): string => {
-  const meta = obj(pod["metadata"])
-  const uid = str(meta["uid"])
-  return uid !== "" ? uid : `${str(meta["namespace"])}/${str(meta["name"])}`
+  const meta = asObject(pod["metadata"])
+  const uid = asString(meta["uid"])
+  return uid !== "" ? uid : `${asString(meta["namespace"])}/${asString(meta["name"])}`
 }
 
 /** Resource arithmetic on the immutable Resources values. */
@@ -337,7 +335,7 @@ export const resources = {
   /** A ResourceList (`{cpu: "2", memory: "4Gi", pods: "110"}`) in scheduler units. */
   fromList: (list: unknown): Resources => {
     const acc = new Acc()
-    const l = obj(list)
+    const l = asObject(list)
     for (const name in l) acc.add(name, l[name])
     return acc.freeze()
   }
@@ -360,16 +358,16 @@ const combine = (a: Resources, b: Resources, sign: 1 | -1): Resources => {
 type NodeBase = Pick<NodeInfo, "name" | "node" | "labels" | "taints" | "unschedulable" | "allocatable">
 
 const nodeBase = (node: JsonObject): NodeBase => {
-  const meta = obj(node["metadata"])
-  const spec = obj(node["spec"])
+  const meta = asObject(node["metadata"])
+  const spec = asObject(node["spec"])
   return {
-    name: str(meta["name"]),
+    name: asString(meta["name"]),
     node,
-    labels: obj(meta["labels"]) as Readonly<Record<string, string>>,
-    taints: arr(spec["taints"]).map(obj),
+    labels: asObject(meta["labels"]) as Readonly<Record<string, string>>,
+    taints: asArray(spec["taints"]).map(asObject),
     unschedulable: spec["unschedulable"] === true,
     // Missing allocatable is zero, as upstream: such a node takes no pod that requests anything.
-    allocatable: resources.fromList(obj(node["status"])["allocatable"])
+    allocatable: resources.fromList(asObject(node["status"])["allocatable"])
   }
 }
 
@@ -570,7 +568,7 @@ class CacheImpl implements Cache {
   }
 
   removeNode(node: JsonObject): void {
-    const item = this.items.get(str(obj(node["metadata"])["name"]))
+    const item = this.items.get(asString(asObject(node["metadata"])["name"]))
     if (item === undefined || item.base === undefined) return
     item.base = undefined
     if (item.pods.size === 0) this.items.delete(item.name)
@@ -594,7 +592,7 @@ class CacheImpl implements Cache {
     const key = podKey(pod)
     if (this.podStates.has(key)) return false
     // As upstream, the assumed copy carries the node it is going to.
-    const assumed: PodInfo = { ...pod, nodeName, pod: { ...pod.pod, spec: { ...obj(pod.pod["spec"]), nodeName } } }
+    const assumed: PodInfo = { ...pod, nodeName, pod: { ...pod.pod, spec: { ...asObject(pod.pod["spec"]), nodeName } } }
     extras.set(assumed, extrasOf(pod))
     this.place(key, assumed, nodeName, true)
     return true
@@ -713,12 +711,12 @@ class CacheImpl implements Cache {
 
   private upsertPod(pod: JsonObject): void {
     const key = keyOfPod(pod)
-    const phase = str(obj(pod["status"])["phase"])
+    const phase = asString(asObject(pod["status"])["phase"])
     if (phase === "Succeeded" || phase === "Failed") {
       this.drop(key)
       return
     }
-    const nodeName = str(obj(pod["spec"])["nodeName"])
+    const nodeName = asString(asObject(pod["spec"])["nodeName"])
     if (nodeName === "") {
       // An assumed pod's own updates (conditions, annotations) can arrive before its binding.
       if (this.podStates.get(key)?.assumed !== true) this.drop(key)

@@ -14,14 +14,13 @@
 import { Clock, Effect, Fiber, type Scope } from "effect"
 import type * as Client from "../client/Client.js"
 import type * as Controller from "../controllers/Controller.js"
-import * as Informer from "../controllers/Informer.js"
-import * as Pods from "../controllers/Pods.js"
+import * as Informer from "../informer/Informer.js"
+import * as Pods from "../object/Pods.js"
+import { type JsonObject, asArray, asObject } from "../object/Json.js"
+import { isTerminating, metadataOf, rfc3339 } from "../object/Metadata.js"
+import * as ResourceRefs from "../object/ResourceRefs.js"
 
-type JsonObject = Client.JsonObject
 
-const PodRef: Client.ResourceRef = { apiVersion: "v1", kind: "Pod" }
-const NodeRef: Client.ResourceRef = { apiVersion: "v1", kind: "Node" }
-const LeaseRef: Client.ResourceRef = { apiVersion: "coordination.k8s.io/v1", kind: "Lease" }
 
 /** The annotation giving the simulated containers' exit code. */
 export const exitCodeAnnotation = "sim.fleet.koder.dev/exit-code"
@@ -30,8 +29,6 @@ export const runMsAnnotation = "sim.fleet.koder.dev/run-ms"
 /** The annotation that keeps a simulated pod unready (`"false"`). */
 export const readyAnnotation = "sim.fleet.koder.dev/ready"
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
-const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
 
 /** A node of the test cluster. */
 export interface NodeSpec {
@@ -118,7 +115,7 @@ export const make = (client: Client.Client, options: Options = {}): Effect.Effec
         const state = nodes.get(name)
         if (state === undefined || !state.alive) return
         const now = yield* Clock.currentTimeMillis
-        const renewed = yield* Effect.either(client.patch(LeaseRef, "kube-node-lease", name, "merge", { spec: { renewTime: microTime(now), holderIdentity: name } }))
+        const renewed = yield* Effect.either(client.patch(ResourceRefs.Lease, "kube-node-lease", name, "merge", { spec: { renewTime: microTime(now), holderIdentity: name } }))
         if (renewed._tag === "Left") {
           yield* Effect.ignore(
             client.create({
@@ -129,9 +126,9 @@ export const make = (client: Client.Client, options: Options = {}): Effect.Effec
             })
           )
         }
-        const node = yield* Effect.either(client.get(NodeRef, undefined, name))
+        const node = yield* Effect.either(client.get(ResourceRefs.Node, undefined, name))
         if (node._tag === "Right" && Pods.condition(node.right, "Ready")?.["status"] !== "True") {
-          yield* Effect.ignore(client.patch(NodeRef, undefined, name, "merge", { status: { conditions: readyConditions(Pods.rfc3339(now)) } }, "status"))
+          yield* Effect.ignore(client.patch(ResourceRefs.Node, undefined, name, "merge", { status: { conditions: readyConditions(rfc3339(now)) } }, "status"))
         }
       }).pipe(Effect.ignore)
 
@@ -153,14 +150,14 @@ export const make = (client: Client.Client, options: Options = {}): Effect.Effec
     const podKey = (namespace: string, name: string) => `${namespace}/${name}`
 
     const patchStatus = (pod: JsonObject, status: Record<string, unknown>) =>
-      client.patch(PodRef, Pods.meta(pod)["namespace"] as string, String(Pods.meta(pod)["name"]), "merge", { status }, "status")
+      client.patch(ResourceRefs.Pod, metadataOf(pod)["namespace"] as string, String(metadataOf(pod)["name"]), "merge", { status }, "status")
 
     const containerStatuses = (pod: JsonObject, running: boolean, ready: boolean, restarts: number, startedAt: string, terminated?: { exitCode: number; at: string }) =>
-      arr(obj(pod["spec"])["containers"]).map((c) => ({
-        name: obj(c)["name"],
-        image: obj(c)["image"],
-        imageID: `sim://${String(obj(c)["image"])}`,
-        containerID: `sim://${String(Pods.meta(pod)["uid"])}/${String(obj(c)["name"])}`,
+      asArray(asObject(pod["spec"])["containers"]).map((c) => ({
+        name: asObject(c)["name"],
+        image: asObject(c)["image"],
+        imageID: `sim://${String(asObject(c)["image"])}`,
+        containerID: `sim://${String(metadataOf(pod)["uid"])}/${String(asObject(c)["name"])}`,
         ready: running && ready,
         started: running,
         restartCount: restarts,
@@ -186,23 +183,23 @@ export const make = (client: Client.Client, options: Options = {}): Effect.Effec
     const reconcile = (key: string): Effect.Effect<Controller.Result | void, never> =>
       Effect.gen(function* () {
         const { namespace, name } = Informer.splitKey(key)
-        const pod = (yield* Effect.either(client.get(PodRef, namespace, name))).pipe((e) => (e._tag === "Right" ? e.right : undefined))
+        const pod = (yield* Effect.either(client.get(ResourceRefs.Pod, namespace, name))).pipe((e) => (e._tag === "Right" ? e.right : undefined))
         if (pod === undefined) {
           pods.delete(key)
           return
         }
-        const nodeName = obj(pod["spec"])["nodeName"]
+        const nodeName = asObject(pod["spec"])["nodeName"]
         if (typeof nodeName !== "string") return
         const node = nodes.get(nodeName)
         if (node === undefined || !node.alive) return
         const nowMs = yield* Clock.currentTimeMillis
-        const now = Pods.rfc3339(nowMs)
-        const m = Pods.meta(pod)
+        const now = rfc3339(nowMs)
+        const m = metadataOf(pod)
         const phase = Pods.phase(pod)
-        if (Pods.isTerminating(pod) || phase === "Succeeded" || phase === "Failed") {
-          if (!Pods.isTerminating(pod)) return
+        if (isTerminating(pod) || phase === "Succeeded" || phase === "Failed") {
+          if (!isTerminating(pod)) return
           // Containers stop at once here; confirm the deletion as a kubelet does.
-          yield* Effect.ignore(client.delete(PodRef, namespace, name, { gracePeriodSeconds: 0, preconditions: { uid: m["uid"] } }))
+          yield* Effect.ignore(client.delete(ResourceRefs.Pod, namespace, name, { gracePeriodSeconds: 0, preconditions: { uid: m["uid"] } }))
           pods.delete(key)
           return
         }
@@ -211,7 +208,7 @@ export const make = (client: Client.Client, options: Options = {}): Effect.Effec
           state = { boundAt: nowMs, runningAt: undefined, restarts: 0, crash: state?.crash ?? false, readyOverride: state?.readyOverride }
           pods.set(key, state)
         }
-        const annotations = obj(m["annotations"]) as Record<string, string>
+        const annotations = asObject(m["annotations"]) as Record<string, string>
         const ready = state.readyOverride ?? annotations[readyAnnotation] !== "false"
         if (state.runningAt === undefined) {
           const left = state.boundAt + startupMs - nowMs
@@ -235,9 +232,9 @@ export const make = (client: Client.Client, options: Options = {}): Effect.Effec
         if (exiting) {
           const code = state.crash ? 1 : Number(exitCode)
           state.crash = false
-          const policy = String(obj(pod["spec"])["restartPolicy"] ?? "Always")
+          const policy = String(asObject(pod["spec"])["restartPolicy"] ?? "Always")
           const restart = policy === "Always" || (policy === "OnFailure" && code !== 0)
-          const started = Pods.rfc3339(state.runningAt)
+          const started = rfc3339(state.runningAt)
           if (restart) {
             state.restarts++
             state.runningAt = nowMs
@@ -258,7 +255,7 @@ export const make = (client: Client.Client, options: Options = {}): Effect.Effec
         if (Pods.isReady(pod) !== ready && Pods.phase(pod) === "Running") {
           yield* patchStatus(pod, {
             conditions: keepTransition(pod, conditions(ready, now)),
-            containerStatuses: containerStatuses(pod, true, ready, state.restarts, Pods.rfc3339(state.runningAt))
+            containerStatuses: containerStatuses(pod, true, ready, state.restarts, rfc3339(state.runningAt))
           }).pipe(Effect.ignore)
         }
         if (exitCode !== undefined) return { requeueAfterMs: Math.max(1, state.runningAt + runMs - nowMs) }
@@ -267,7 +264,7 @@ export const make = (client: Client.Client, options: Options = {}): Effect.Effec
     const kubelets: Kubelets = {
       reconciler: {
         name: "simulated-kubelet",
-        primary: PodRef,
+        primary: ResourceRefs.Pod,
         workers: 4,
         reconcile: (key) => reconcile(key)
       },
@@ -275,10 +272,10 @@ export const make = (client: Client.Client, options: Options = {}): Effect.Effec
         Effect.gen(function* () {
           nodes.set(spec.name, { index: nodeCount++, alive: true, nextIp: 0, heartbeat: undefined })
           yield* client.create(nodeObject(spec)).pipe(Effect.catchIf((e) => e.status.code === 409, () => Effect.void))
-          const now = Pods.rfc3339(yield* Clock.currentTimeMillis)
+          const now = rfc3339(yield* Clock.currentTimeMillis)
           const allocatable = { cpu: spec.capacity?.cpu ?? "8", memory: spec.capacity?.memory ?? "32Gi", pods: spec.capacity?.pods ?? "110" }
           const index = nodes.get(spec.name)!.index
-          yield* client.patch(NodeRef, undefined, spec.name, "merge", {
+          yield* client.patch(ResourceRefs.Node, undefined, spec.name, "merge", {
             status: {
               capacity: allocatable,
               allocatable,
@@ -304,7 +301,7 @@ export const make = (client: Client.Client, options: Options = {}): Effect.Effec
         Effect.gen(function* () {
           stopHeartbeat(name)
           nodes.delete(name)
-          yield* client.delete(NodeRef, undefined, name).pipe(Effect.catchIf((e) => e.status.code === 404, () => Effect.void))
+          yield* client.delete(ResourceRefs.Node, undefined, name).pipe(Effect.catchIf((e) => e.status.code === 404, () => Effect.void))
         }),
       stopHeartbeats: (name) => {
         const state = nodes.get(name)

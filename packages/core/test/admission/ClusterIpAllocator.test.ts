@@ -3,7 +3,7 @@ import { Effect, Either } from "effect"
 import { describe, expect } from "vitest"
 import * as ClusterIpAllocator from "../../src/admission/ClusterIpAllocator.js"
 import * as FieldError from "../../src/model/FieldError.js"
-import * as IpRange from "../../src/policy/IpRange.js"
+import * as IpRange from "../../src/network/IpRange.js"
 import { makeMemory } from "../../src/store/Store.js"
 import { namespace, start, type Harness } from "./harness.js"
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import * as PolicySync from "../../src/agent/PolicySync.js"
 import type * as NetworkPolicyModel from "../../src/model/NetworkPolicy.js"
 import type * as Pod from "../../src/model/Pod.js"
-import type * as NetworkPolicy from "../../src/policy/NetworkPolicy.js"
+import type * as NetworkPolicy from "../../src/policy/NetworkPolicyRules.js"
 
 const pod = (name: string, labels: Record<string, string>, ip: string): Pod.Pod =>
   ({ metadata: { name, namespace: "default", uid: `uid-${name}`, labels }, spec: { containers: [{ name: "c", image: "x" }] }, status: { phase: "Running", podIP: ip } }) as unknown as Pod.Pod

@@ -1,7 +1,7 @@
 // Impersonation's decisions, table-driven: which headers ask for what (and which are a 400), what
 // each request is authorized as, the user it becomes, and the Effect that refuses with a 403
 // naming the first attribute the caller may not impersonate.
-import { BootstrapPolicy, Impersonation, RbacPolicy, type ApiError, type Authz } from "@koder/fleet-core"
+import { BootstrapPolicy, Impersonation, RbacRules, type ApiError, type Authz } from "@koder/fleet-core"
 import { Effect, Either, Exit, Option } from "effect"
 import { describe, expect, it } from "vitest"
 
@@ -166,8 +166,8 @@ describe("the built-in roles and the impersonate verb", () => {
   // edit (so admin, and fleet:customer, which aggregates admin) may impersonate the
   // ServiceAccounts of the namespaces it is bound in, as kube's system:aggregate-to-edit does:
   // no more than edit already reaches by creating their tokens (serviceaccounts/token).
-  const roles = BootstrapPolicy.clusterRoles.map((o) => RbacPolicy.roleFromJson(o)!)
-  const aggregated = RbacPolicy.aggregate(roles)
+  const roles = BootstrapPolicy.clusterRoles.map((o) => RbacRules.roleFromJson(o)!)
+  const aggregated = RbacRules.aggregate(roles)
   const impersonating = (name: string) =>
     (aggregated.get(name) ?? roles.find((r) => r.name === name)!.rules).filter((r) => r.verbs.includes("impersonate") || r.verbs.includes("*")).map((r) => ({ apiGroups: r.apiGroups, resources: r.resources }))
   const serviceAccounts = [{ apiGroups: [""], resources: ["serviceaccounts"] }]

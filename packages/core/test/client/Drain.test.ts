@@ -8,10 +8,11 @@ import { Effect } from "effect"
 import type * as Client from "../../src/client/Client.js"
 import * as Drain from "../../src/client/Drain.js"
 import * as Deployment from "../../src/controllers/Deployment.js"
-import * as Disruption from "../../src/controllers/Disruption.js"
-import * as Pods from "../../src/controllers/Pods.js"
+import * as Disruption from "../../src/controllers/DisruptionController.js"
+import * as Pods from "../../src/object/Pods.js"
 import * as ReplicaSet from "../../src/controllers/ReplicaSet.js"
 import * as TestCluster from "../../src/testing/TestCluster.js"
+import * as Metadata from "../../src/object/Metadata.js"
 
 type Json = Record<string, any>
 
@@ -51,7 +52,7 @@ const deployment = (replicas: number): Json => ({
 
 const check = (ok: boolean, why: () => string) => (ok ? Effect.void : Effect.fail(new Error(why())))
 const nodeOf = (p: Json) => String(p["spec"]?.["nodeName"] ?? "")
-const healthy = (p: Json) => Pods.isReady(p) && !Pods.isTerminating(p) && p.metadata?.labels?.app === "web"
+const healthy = (p: Json) => Pods.isReady(p) && !Metadata.isTerminating(p) && p.metadata?.labels?.app === "web"
 
 describe("Drain (integration)", () => {
   it.live(
@@ -105,7 +106,7 @@ describe("Drain (integration)", () => {
             Effect.flatMap(TestCluster.pods(c, ns, "app=web"), (ps) => check(ps.filter(healthy).length === replicas, () => "replacements not ready").pipe(Effect.as(ps))),
             { timeoutMs: 30_000 }
           )
-          expect(after.filter((p) => nodeOf(p) === victim && !Pods.isTerminating(p))).toEqual([])
+          expect(after.filter((p) => nodeOf(p) === victim && !Metadata.isTerminating(p))).toEqual([])
           expect(lowest).toBeGreaterThanOrEqual(replicas - 1)
         })
       ),

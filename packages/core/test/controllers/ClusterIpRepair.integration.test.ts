@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import * as ClusterIpAllocator from "../../src/admission/ClusterIpAllocator.js"
 import * as ClusterIpRepair from "../../src/controllers/ClusterIpRepair.js"
 import * as Endpoints from "../../src/controllers/Endpoints.js"
-import * as EndpointSlice from "../../src/controllers/EndpointSlice.js"
+import * as EndpointSlice from "../../src/controllers/EndpointSliceController.js"
 import { makeMemory } from "../../src/store/Store.js"
 import * as TestCluster from "../../src/testing/TestCluster.js"
 

@@ -7,8 +7,9 @@ import { Effect } from "effect"
 import type * as Client from "../../src/client/Client.js"
 import * as CronJob from "../../src/controllers/CronJob.js"
 import * as Job from "../../src/controllers/Job.js"
-import * as Pods from "../../src/controllers/Pods.js"
+import * as Pods from "../../src/object/Pods.js"
 import * as TestCluster from "../../src/testing/TestCluster.js"
+import * as Metadata from "../../src/object/Metadata.js"
 
 type Json = Record<string, any>
 
@@ -40,7 +41,7 @@ const cronJobObject = (name: string, spec: Json, podAnnotations: Record<string, 
 const cluster = () =>
   TestCluster.make({ nodes: 2, podStartupMs: 5, controllers: [Job.reconciler({ podFailureBackoffMs: 20, maxPodFailureBackoffMs: 200 }), CronJob.reconciler()] })
 
-const cronJobUid = (c: TestCluster.TestCluster, name: string) => Effect.map(c.client.get(CronJobRef, ns, name), (cj) => String(Pods.meta(cj)["uid"]))
+const cronJobUid = (c: TestCluster.TestCluster, name: string) => Effect.map(c.client.get(CronJobRef, ns, name), (cj) => String(Metadata.metadataOf(cj)["uid"]))
 
 /** Every Job of the CronJob `name` seen so far, and the most unfinished ones/active pods seen at once. */
 const observe = (c: TestCluster.TestCluster, name: string) => {
@@ -48,22 +49,22 @@ const observe = (c: TestCluster.TestCluster, name: string) => {
   const pods = new Map<string, boolean>()
   const seen = { created: new Set<string>(), maxRunningJobs: 0, maxActivePods: 0 }
   const ours = (o: Json) => {
-    const ref = Pods.controllerRef(o)
+    const ref = Metadata.controllerRefOf(o)
     return ref?.["kind"] === "CronJob" && ref["name"] === name
   }
   c.informers.for(JobRef).subscribe((change) => {
     if (!ours(change.object)) return
-    const jobName = String(Pods.meta(change.object)["name"])
+    const jobName = String(Metadata.metadataOf(change.object)["name"])
     seen.created.add(jobName)
     if (change.type === "DELETED") jobs.delete(jobName)
     else jobs.set(jobName, change.object)
-    const running = [...jobs.values()].filter((j) => Job.finishedCondition(j) === undefined && !Pods.isTerminating(j)).length
+    const running = [...jobs.values()].filter((j) => Job.finishedCondition(j) === undefined && !Metadata.isTerminating(j)).length
     seen.maxRunningJobs = Math.max(seen.maxRunningJobs, running)
   })
   c.informers.for(PodRef).subscribe((change) => {
-    const jobName = ((Pods.meta(change.object)["labels"] ?? {}) as Record<string, string>)["batch.kubernetes.io/job-name"]
+    const jobName = ((Metadata.metadataOf(change.object)["labels"] ?? {}) as Record<string, string>)["batch.kubernetes.io/job-name"]
     if (jobName === undefined || !seen.created.has(jobName)) return
-    const uid = String(Pods.meta(change.object)["uid"])
+    const uid = String(Metadata.metadataOf(change.object)["uid"])
     if (change.type === "DELETED") pods.delete(uid)
     else pods.set(uid, Pods.isActive(change.object))
     seen.maxActivePods = Math.max(seen.maxActivePods, [...pods.values()].filter(Boolean).length)
@@ -72,7 +73,7 @@ const observe = (c: TestCluster.TestCluster, name: string) => {
 }
 
 const jobsOf = (c: TestCluster.TestCluster, uid: string) =>
-  Effect.map(c.client.list(JobRef, { namespace: ns }), (list) => ((list["items"] ?? []) as ReadonlyArray<Json>).filter((j) => Pods.isControlledBy(j, uid)))
+  Effect.map(c.client.list(JobRef, { namespace: ns }), (list) => ((list["items"] ?? []) as ReadonlyArray<Json>).filter((j) => Metadata.isControlledBy(j, uid)))
 
 const eventReasons = (c: TestCluster.TestCluster, name: string) =>
   Effect.map(c.client.list(EventRef, { namespace: ns }), (list) =>
@@ -174,7 +175,7 @@ describe("CronJob through the API", () => {
         const past = new Date(Date.now() - 10 * 60_000).toISOString().replace(/\.\d+Z$/, "Z")
         yield* c.client.patch(CronJobRef, ns, "minutely", "merge", { status: { lastScheduleTime: past } }, "status")
         const job = yield* c.eventually(
-          Effect.flatMap(jobsOf(c, String(Pods.meta(cj)["uid"])), (jobs) => (jobs.length > 0 ? Effect.succeed(jobs[0]!) : Effect.fail(new Error("no Job yet")))),
+          Effect.flatMap(jobsOf(c, String(Metadata.metadataOf(cj)["uid"])), (jobs) => (jobs.length > 0 ? Effect.succeed(jobs[0]!) : Effect.fail(new Error("no Job yet")))),
           { timeoutMs }
         )
         yield* c.idle

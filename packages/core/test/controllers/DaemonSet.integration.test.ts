@@ -2,8 +2,9 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as DaemonSet from "../../src/controllers/DaemonSet.js"
 import * as History from "../../src/controllers/History.js"
-import * as Pods from "../../src/controllers/Pods.js"
+import * as Pods from "../../src/object/Pods.js"
 import * as TestCluster from "../../src/testing/TestCluster.js"
+import * as Metadata from "../../src/object/Metadata.js"
 
 type Json = Record<string, unknown>
 
@@ -29,7 +30,7 @@ const imageOf = (p: Json) => String(((p["spec"] as any).containers[0] as Json)["
 /** The DaemonSet's live pods by node, as the API lists them. */
 const podsByNode = (cluster: TestCluster.TestCluster) =>
   Effect.map(TestCluster.pods(cluster, "kube-system", "app=agent"), (ps) => {
-    const live = ps.filter((p) => !Pods.isTerminating(p))
+    const live = ps.filter((p) => !Metadata.isTerminating(p))
     return new Map(live.map((p) => [nodeOf(p), p] as const))
   })
 
@@ -41,7 +42,7 @@ const runningOn = (cluster: TestCluster.TestCluster, nodes: ReadonlyArray<string
       const byNode = new Map(all.map((p) => [nodeOf(p), p] as const))
       const where = [...byNode.keys()].sort()
       if (all.length !== nodes.length || where.join() !== [...nodes].sort().join()) return yield* fail(`pods on ${all.map(nodeOf).join()}`)
-      if (!all.every((p) => Pods.isReady(p) && !Pods.isTerminating(p) && imageOf(p) === image)) return yield* fail("not all ready and updated")
+      if (!all.every((p) => Pods.isReady(p) && !Metadata.isTerminating(p) && imageOf(p) === image)) return yield* fail("not all ready and updated")
       const status = ((yield* cluster.client.get(DsRef, "kube-system", "agent"))["status"] ?? {}) as any
       if (status.desiredNumberScheduled !== nodes.length || status.numberReady !== nodes.length || status.updatedNumberScheduled !== nodes.length) {
         return yield* fail(`status ${JSON.stringify(status)}`)
@@ -77,8 +78,8 @@ describe("DaemonSet through the API", () => {
             { matchFields: [{ key: "metadata.name", operator: "In", values: [node] }] }
           ])
           expect(spec.tolerations.map((t: any) => t.key)).toContain("node.kubernetes.io/unreachable")
-          expect((Pods.meta(pod)["labels"] as any)[History.HashLabel]).toBeTruthy()
-          expect((Pods.meta(pod)["labels"] as any)[DaemonSet.TemplateGenerationLabel]).toBe("1")
+          expect((Metadata.metadataOf(pod)["labels"] as any)[History.HashLabel]).toBeTruthy()
+          expect((Metadata.metadataOf(pod)["labels"] as any)[DaemonSet.TemplateGenerationLabel]).toBe("1")
         }
 
         // A node joining gets a pod.
@@ -111,7 +112,7 @@ describe("DaemonSet through the API", () => {
         const cluster = yield* TestCluster.make({ nodes: nodes.length, controllers: [DaemonSet.reconciler()], podStartupMs: 10 })
         yield* cluster.client.create(agent({}, { updateStrategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 1 } } }))
         const before = yield* runningOn(cluster, nodes)
-        const oldUids = new Set([...before.pods.values()].map((p) => String(Pods.meta(p)["uid"])))
+        const oldUids = new Set([...before.pods.values()].map((p) => String(Metadata.metadataOf(p)["uid"])))
 
         // At every watch event, count the nodes with a Ready daemon pod not being deleted.
         const informer = cluster.informers.for(PodRef)
@@ -122,7 +123,7 @@ describe("DaemonSet through the API", () => {
           const up = new Set(
             informer
               .list("kube-system")
-              .filter((p) => (Pods.meta(p)["labels"] as any)?.app === "agent" && Pods.isReady(p) && !Pods.isTerminating(p))
+              .filter((p) => (Metadata.metadataOf(p)["labels"] as any)?.app === "agent" && Pods.isReady(p) && !Metadata.isTerminating(p))
               .map(nodeOf)
           )
           fewest = Math.min(fewest, up.size)
@@ -134,14 +135,14 @@ describe("DaemonSet through the API", () => {
         const after = yield* runningOn(cluster, nodes, "agent:2")
         expect(fewest).toBe(nodes.length - 1)
         expect(events).toBeGreaterThan(nodes.length * 2)
-        for (const pod of after.pods.values()) expect(oldUids.has(String(Pods.meta(pod)["uid"]))).toBe(false)
+        for (const pod of after.pods.values()) expect(oldUids.has(String(Metadata.metadataOf(pod)["uid"]))).toBe(false)
         expect(after.status).toMatchObject({ numberAvailable: 4, numberUnavailable: 0, updatedNumberScheduled: 4 })
 
         // Two revisions in history; the pods carry the newer one's hash.
         const revisions = (yield* cluster.client.listAll(History.ControllerRevisionRef, { namespace: "kube-system" })).items
         expect(revisions.map((r) => r["revision"]).sort()).toEqual([1, 2])
         const newest = revisions.find((r) => r["revision"] === 2)!
-        for (const pod of after.pods.values()) expect((Pods.meta(pod)["labels"] as any)[History.HashLabel]).toBe(History.hashOf(newest))
+        for (const pod of after.pods.values()) expect((Metadata.metadataOf(pod)["labels"] as any)[History.HashLabel]).toBe(History.hashOf(newest))
 
         // Rolling back to the first template renumbers its revision instead of making a third.
         yield* cluster.client.patch(DsRef, "kube-system", "agent", "merge", {
@@ -162,13 +163,13 @@ describe("DaemonSet through the API", () => {
         yield* cluster.client.create(agent())
         const first = yield* runningOn(cluster, ["node-0"])
         const pod = first.pods.get("node-0")!
-        const uid = String(Pods.meta(pod)["uid"])
+        const uid = String(Metadata.metadataOf(pod)["uid"])
         // A kubelet rejecting a pod reports it Failed.
-        yield* cluster.client.patch(PodRef, "kube-system", String(Pods.meta(pod)["name"]), "merge", { status: { phase: "Failed", reason: "NodeAffinity" } }, "status")
+        yield* cluster.client.patch(PodRef, "kube-system", String(Metadata.metadataOf(pod)["name"]), "merge", { status: { phase: "Failed", reason: "NodeAffinity" } }, "status")
         yield* cluster.eventually(
           Effect.flatMap(podsByNode(cluster), (m) => {
             const now = m.get("node-0")
-            return now !== undefined && String(Pods.meta(now)["uid"]) !== uid ? Effect.void : fail("not replaced")
+            return now !== undefined && String(Metadata.metadataOf(now)["uid"]) !== uid ? Effect.void : fail("not replaced")
           }),
           { timeoutMs: 25_000 }
         )

@@ -12,9 +12,10 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import type * as Client from "../../src/client/Client.js"
 import * as Deployment from "../../src/controllers/Deployment.js"
-import * as Pods from "../../src/controllers/Pods.js"
+import * as Pods from "../../src/object/Pods.js"
 import * as ReplicaSet from "../../src/controllers/ReplicaSet.js"
 import * as TestCluster from "../../src/testing/TestCluster.js"
+import * as Metadata from "../../src/object/Metadata.js"
 
 type Json = Record<string, any>
 
@@ -43,7 +44,7 @@ const cluster = (podStartupMs = 30) =>
 
 const imageOf = (pod: Json) => String(pod["spec"]?.["containers"]?.[0]?.["image"])
 const labelOf = (o: Json, k: string) => (o["metadata"]?.["labels"] ?? {})[k]
-const live = (pod: Json) => !Pods.isTerminating(pod) && Pods.isActive(pod)
+const live = (pod: Json) => !Metadata.isTerminating(pod) && Pods.isActive(pod)
 
 const get = (c: TestCluster.TestCluster, ref: Client.ResourceRef, name: string) => c.client.get(ref, ns, name) as Effect.Effect<Json, unknown>
 
@@ -78,7 +79,7 @@ const follow = (c: TestCluster.TestCluster, app: string, onEvent: (pods: Readonl
   let replayed = false
   const stop = c.informers.for(PodRef).subscribe((change) => {
     if (labelOf(change.object, "app") !== app) return
-    const key = String(Pods.meta(change.object)["name"])
+    const key = String(Metadata.metadataOf(change.object)["name"])
     if (change.type === "DELETED") pods.delete(key)
     else pods.set(key, change.object)
     if (replayed) onEvent([...pods.values()])

@@ -3,9 +3,10 @@ import { Effect } from "effect"
 import type * as Client from "../../src/client/Client.js"
 import * as Deployment from "../../src/controllers/Deployment.js"
 import * as GarbageCollector from "../../src/controllers/GarbageCollector.js"
-import * as Pods from "../../src/controllers/Pods.js"
+import * as Pods from "../../src/object/Pods.js"
 import * as ReplicaSet from "../../src/controllers/ReplicaSet.js"
 import * as TestCluster from "../../src/testing/TestCluster.js"
+import * as Metadata from "../../src/object/Metadata.js"
 
 type Json = Record<string, unknown>
 
@@ -20,7 +21,7 @@ const configMap = (name: string, owners: ReadonlyArray<Json> = []): Json => ({
 })
 
 /** An owner reference to `o`, blocking its deletion when asked (as a controller's is). */
-const owned = (o: Json, block = false): Json => ({ ...Pods.ownerReference(o, false), ...(block ? { blockOwnerDeletion: true } : {}) })
+const owned = (o: Json, block = false): Json => ({ ...Metadata.ownerReference(o, false), ...(block ? { blockOwnerDeletion: true } : {}) })
 
 const exists = (cluster: TestCluster.TestCluster, ref: Client.ResourceRef, namespace: string | undefined, name: string) =>
   Effect.map(TestCluster.find(cluster, ref, namespace, name), (o) => o !== undefined)
@@ -32,7 +33,7 @@ const gone = (cluster: TestCluster.TestCluster, ref: Client.ResourceRef, namespa
 const deletions = (cluster: TestCluster.TestCluster, ref: Client.ResourceRef) => {
   const seen: Array<string> = []
   cluster.informers.for(ref).subscribe((c) => {
-    if (c.type === "DELETED") seen.push(String(Pods.meta(c.object)["name"]))
+    if (c.type === "DELETED") seen.push(String(Metadata.metadataOf(c.object)["name"]))
   })
   return seen
 }
@@ -70,7 +71,7 @@ describe("GarbageCollector through the API", () => {
         yield* c.client.create(configMap("side", [owned(top)]))
         yield* c.idle
         const answer = yield* c.client.delete(CM, ns, "top", { propagationPolicy: "Foreground" })
-        expect(Pods.meta(answer)["finalizers"]).toEqual(["foregroundDeletion"])
+        expect(Metadata.metadataOf(answer)["finalizers"]).toEqual(["foregroundDeletion"])
         yield* gone(c, CM, ns, "top")
         expect(seen.indexOf("leaf")).toBeGreaterThanOrEqual(0)
         expect(seen.indexOf("leaf")).toBeLessThan(seen.indexOf("mid"))
@@ -89,7 +90,7 @@ describe("GarbageCollector through the API", () => {
         yield* c.client.create({ ...configMap("held", [owned(owner, true)]), metadata: { name: "held", namespace: ns, ownerReferences: [owned(owner, true)], finalizers: ["example.com/hold"] } })
         yield* c.client.delete(CM, ns, "owner", { propagationPolicy: "Foreground" })
         // The dependent is marked for deletion but stays (its own finalizer); the owner waits.
-        yield* c.eventually(Effect.flatMap(c.client.get(CM, ns, "held"), (o) => (Pods.isTerminating(o) ? Effect.void : Effect.fail(new Error("not deleting yet")))))
+        yield* c.eventually(Effect.flatMap(c.client.get(CM, ns, "held"), (o) => (Metadata.isTerminating(o) ? Effect.void : Effect.fail(new Error("not deleting yet")))))
         yield* c.idle
         expect(yield* exists(c, CM, ns, "owner")).toBe(true)
         yield* c.client.patch(CM, ns, "held", "merge", { metadata: { finalizers: null } })
@@ -113,8 +114,8 @@ describe("GarbageCollector through the API", () => {
         yield* c.idle
         const d1 = yield* c.client.get(CM, ns, "d1")
         const d2 = yield* c.client.get(CM, ns, "d2")
-        expect(Pods.meta(d1)["ownerReferences"]).toBeUndefined()
-        expect((Pods.meta(d2)["ownerReferences"] as Array<Json>).map((r) => r["name"])).toEqual(["other"])
+        expect(Metadata.metadataOf(d1)["ownerReferences"]).toBeUndefined()
+        expect((Metadata.metadataOf(d2)["ownerReferences"] as Array<Json>).map((r) => r["name"])).toEqual(["other"])
       })
     ),
     60_000
@@ -131,7 +132,7 @@ describe("GarbageCollector through the API", () => {
         yield* c.client.delete(CM, ns, "a")
         yield* c.eventually(
           Effect.flatMap(c.client.get(CM, ns, "both"), (o) => {
-            const names = ((Pods.meta(o)["ownerReferences"] as Array<Json> | undefined) ?? []).map((r) => r["name"])
+            const names = ((Metadata.metadataOf(o)["ownerReferences"] as Array<Json> | undefined) ?? []).map((r) => r["name"])
             return names.length === 1 && names[0] === "b" ? Effect.void : Effect.fail(new Error(`owners ${JSON.stringify(names)}`))
           })
         )
@@ -179,7 +180,7 @@ describe("GarbageCollector through the API", () => {
         yield* c.client.delete(CR, undefined, "owner-role")
         yield* gone(c, CM, ns, "by-role")
         yield* c.idle
-        expect(Pods.meta(yield* c.client.get(CR, undefined, "odd-role"))["uid"]).toBe(Pods.meta(invalid)["uid"])
+        expect(Metadata.metadataOf(yield* c.client.get(CR, undefined, "odd-role"))["uid"]).toBe(Metadata.metadataOf(invalid)["uid"])
       })
     ),
     60_000
@@ -230,7 +231,7 @@ describe("GarbageCollector through the API", () => {
         const log: Array<string> = []
         for (const ref of [DeployRef, RsRef, PodRef]) {
           c.informers.for(ref).subscribe((ch) => {
-            if (ch.type === "DELETED") log.push(`${String(ch.object["kind"])}/${String(Pods.meta(ch.object)["name"])}`)
+            if (ch.type === "DELETED") log.push(`${String(ch.object["kind"])}/${String(Metadata.metadataOf(ch.object)["name"])}`)
           })
         }
         yield* c.client.create({

@@ -10,9 +10,10 @@ import { Effect } from "effect"
 import type * as Client from "../../src/client/Client.js"
 import * as Deployment from "../../src/controllers/Deployment.js"
 import * as Hpa from "../../src/controllers/HorizontalPodAutoscaler.js"
-import * as Pods from "../../src/controllers/Pods.js"
+import * as Pods from "../../src/object/Pods.js"
 import * as ReplicaSet from "../../src/controllers/ReplicaSet.js"
 import * as TestCluster from "../../src/testing/TestCluster.js"
+import * as Metadata from "../../src/object/Metadata.js"
 
 type Json = Record<string, any>
 
@@ -68,14 +69,14 @@ const check = (ok: boolean, why: () => string) => (ok ? Effect.void : Effect.fai
 const feed = (c: TestCluster.TestCluster, app: string, usage: () => number) =>
   Effect.forever(
     Effect.gen(function* () {
-      const pods = c.informers.for(PodRef).list(ns).filter((p) => (Pods.meta(p)["labels"] as Record<string, string> | undefined)?.["app"] === app && Pods.phase(p) === "Running")
+      const pods = c.informers.for(PodRef).list(ns).filter((p) => (Metadata.metadataOf(p)["labels"] as Record<string, string> | undefined)?.["app"] === app && Pods.phase(p) === "Running")
       for (const node of c.nodeNames()) {
         yield* c.metricsSource.record(node, {
           windowMs: 100,
           node: { usageNanoCores: 0, workingSetBytes: 0 },
           pods: pods
             .filter((p) => (p["spec"] as Json)["nodeName"] === node)
-            .map((p) => ({ namespace: ns, name: String(Pods.meta(p)["name"]), containers: [{ name: "app", usage: { usageNanoCores: usage() * 1e6, workingSetBytes: 32 * 1024 * 1024 } }] }))
+            .map((p) => ({ namespace: ns, name: String(Metadata.metadataOf(p)["name"]), containers: [{ name: "app", usage: { usageNanoCores: usage() * 1e6, workingSetBytes: 32 * 1024 * 1024 } }] }))
         })
       }
       yield* Effect.sleep(100)
@@ -94,7 +95,7 @@ describe("HorizontalPodAutoscaler (integration)", () => {
           // Follow every size the Deployment is given.
           const sizes: Array<{ readonly replicas: number; readonly at: number }> = []
           c.informers.for(DeployRef).subscribe((change) => {
-            if (Pods.meta(change.object)["name"] !== "web") return
+            if (Metadata.metadataOf(change.object)["name"] !== "web") return
             const replicas = Number((change.object as Json)["spec"]["replicas"])
             if (sizes.at(-1)?.replicas !== replicas) sizes.push({ replicas, at: Date.now() })
           })
@@ -124,7 +125,7 @@ describe("HorizontalPodAutoscaler (integration)", () => {
               const hpa = (yield* c.client.get(HpaRef, ns, "web")) as Json
               const s = hpa["status"] ?? {}
               yield* check(s.currentReplicas === 5 && s.desiredReplicas === 5, () => `status ${JSON.stringify(s)}`)
-              const pods = (yield* TestCluster.pods(c, ns, "app=web")).filter((p) => Pods.isReady(p) && !Pods.isTerminating(p))
+              const pods = (yield* TestCluster.pods(c, ns, "app=web")).filter((p) => Pods.isReady(p) && !Metadata.isTerminating(p))
               yield* check(pods.length === 5, () => `${pods.length} ready pods`)
               return hpa
             }),

@@ -4,9 +4,10 @@ import type * as Admission from "../../src/api/Admission.js"
 import * as ApiError from "../../src/api/ApiError.js"
 import type * as Client from "../../src/client/Client.js"
 import * as Job from "../../src/controllers/Job.js"
-import * as Pods from "../../src/controllers/Pods.js"
+import * as Pods from "../../src/object/Pods.js"
 import * as Status from "../../src/model/Status.js"
 import * as TestCluster from "../../src/testing/TestCluster.js"
+import * as Metadata from "../../src/object/Metadata.js"
 
 type Json = Record<string, any>
 
@@ -46,7 +47,7 @@ const finished = (c: TestCluster.TestCluster, name: string, type: "Complete" | "
 
 const podsOf = (c: TestCluster.TestCluster, job: Json) =>
   Effect.map(TestCluster.pods(c, ns, `batch.kubernetes.io/job-name=${String(job["metadata"]["name"])}`), (pods) =>
-    pods.filter((p) => Pods.isControlledBy(p, String(job["metadata"]["uid"]))) as ReadonlyArray<Json>
+    pods.filter((p) => Metadata.isControlledBy(p, String(job["metadata"]["uid"]))) as ReadonlyArray<Json>
   )
 
 /** The largest number of active pods of Job `name` seen at any pod watch event from now on. */
@@ -54,9 +55,9 @@ const watchActive = (c: TestCluster.TestCluster, name: string) => {
   const active = new Map<string, boolean>()
   const seen = { max: 0 }
   c.informers.for(PodRef).subscribe((change) => {
-    const labels = (Pods.meta(change.object)["labels"] ?? {}) as Record<string, string>
+    const labels = (Metadata.metadataOf(change.object)["labels"] ?? {}) as Record<string, string>
     if (labels["batch.kubernetes.io/job-name"] !== name) return
-    const key = String(Pods.meta(change.object)["uid"])
+    const key = String(Metadata.metadataOf(change.object)["uid"])
     if (change.type === "DELETED") active.delete(key)
     else active.set(key, Pods.isActive(change.object))
     seen.max = Math.max(seen.max, [...active.values()].filter(Boolean).length)
@@ -93,7 +94,7 @@ describe("Job through the API", () => {
         const c = yield* cluster()
         const created = new Set<string>()
         c.informers.for(PodRef).subscribe((change) => {
-          if (((Pods.meta(change.object)["labels"] ?? {}) as Record<string, string>)["batch.kubernetes.io/job-name"] === "restarts") created.add(String(Pods.meta(change.object)["uid"]))
+          if (((Metadata.metadataOf(change.object)["labels"] ?? {}) as Record<string, string>)["batch.kubernetes.io/job-name"] === "restarts") created.add(String(Metadata.metadataOf(change.object)["uid"]))
         })
         yield* c.client.create(jobObject("restarts", { backoffLimit: 2 }, { "sim.fleet.koder.dev/exit-code": "1", "sim.fleet.koder.dev/run-ms": "20" }, "OnFailure"))
         const { job, cond } = yield* finished(c, "restarts", "Failed")
@@ -178,7 +179,7 @@ describe("Job through the API", () => {
         const c = yield* cluster()
         const completed: Array<string> = []
         c.informers.for(JobRef).subscribe((change) => {
-          if (Job.finishedCondition(change.object)?.type === "Complete") completed.push(String(Pods.meta(change.object)["name"]))
+          if (Job.finishedCondition(change.object)?.type === "Complete") completed.push(String(Metadata.metadataOf(change.object)["name"]))
         })
         yield* c.client.create(jobObject("short", { ttlSecondsAfterFinished: 1 }, { "sim.fleet.koder.dev/exit-code": "0" }))
         yield* c.eventually(
@@ -222,7 +223,7 @@ describe("Job through the API", () => {
         const quota: Admission.Plugin = {
           name: "TestPodLimit",
           validate: (r) => {
-            const labels = (Pods.meta(r.object)["labels"] ?? {}) as Record<string, string>
+            const labels = (Metadata.metadataOf(r.object)["labels"] ?? {}) as Record<string, string>
             if (r.operation !== "CREATE" || r.resource.kind !== "Pod" || labels["batch.kubernetes.io/job-name"] !== "limited") return Effect.succeed([])
             if (gate.allowed <= 0) return Effect.fail(ApiError.of(Status.forbidden("pods", r.name, "exceeded quota: test")))
             gate.allowed--

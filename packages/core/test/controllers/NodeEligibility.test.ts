@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest"
 import * as Daemon from "../../src/controllers/internal/NodeEligibility.js"
-import * as NodeAffinity from "../../src/scheduler/NodeAffinity.js"
-import * as TaintToleration from "../../src/scheduler/TaintToleration.js"
+import * as NodeAffinity from "../../src/matching/NodeAffinity.js"
+import * as TaintToleration from "../../src/matching/TaintToleration.js"
 
 // The rules are split by owner (the scheduler's matching, the DaemonSet's verdict); tested together.
 const NodeEligibility = { ...TaintToleration, ...NodeAffinity, ...Daemon }

@@ -8,9 +8,10 @@ import { Effect } from "effect"
 import type * as Client from "../../src/client/Client.js"
 import * as Deployment from "../../src/controllers/Deployment.js"
 import * as NodeLifecycle from "../../src/controllers/NodeLifecycle.js"
-import * as Pods from "../../src/controllers/Pods.js"
+import * as Pods from "../../src/object/Pods.js"
 import * as ReplicaSet from "../../src/controllers/ReplicaSet.js"
 import * as TestCluster from "../../src/testing/TestCluster.js"
+import * as Metadata from "../../src/object/Metadata.js"
 
 type Json = Record<string, any>
 
@@ -50,7 +51,7 @@ const readyOf = (node: Json) => Pods.condition(node, "Ready")
 const allReady = (c: TestCluster.TestCluster, n: number, notOn?: string) =>
   c.eventually(
     Effect.flatMap(podsOf(c), (ps) => {
-      const ready = ps.filter((p) => Pods.isReady(p) && !Pods.isTerminating(p) && nodeOf(p) !== notOn)
+      const ready = ps.filter((p) => Pods.isReady(p) && !Metadata.isTerminating(p) && nodeOf(p) !== notOn)
       return check(ready.length === n, () => `${ready.length}/${n} ready: ${ps.map((p) => `${p.metadata.name}@${nodeOf(p)}:${Pods.isReady(p)}`).join(" ")}`).pipe(Effect.as(ready))
     }),
     { timeoutMs: 30_000 }
@@ -92,7 +93,7 @@ describe("NodeLifecycle (integration)", () => {
           // The victims are deleted (they stay Terminating: their kubelet cannot confirm), not before the toleration.
           yield* c.eventually(
             Effect.flatMap(podsOf(c), (ps) => {
-              const left = ps.filter((p) => victims.includes(p.metadata.uid) && !Pods.isTerminating(p))
+              const left = ps.filter((p) => victims.includes(p.metadata.uid) && !Metadata.isTerminating(p))
               return check(left.length === 0, () => `${left.length} victims not deleted yet`)
             }),
             { timeoutMs: 30_000 }
@@ -161,7 +162,7 @@ describe("NodeLifecycle (integration)", () => {
           const violations: Array<string> = []
           const unsubscribe = c.informers.for(PodRef).subscribe((change) => {
             const p = change.object as Json
-            if (change.type === "DELETED" || Pods.isTerminating(p)) violations.push(`${change.type} ${p.metadata.name}`)
+            if (change.type === "DELETED" || Metadata.isTerminating(p)) violations.push(`${change.type} ${p.metadata.name}`)
           })
           yield* Effect.addFinalizer(() => Effect.sync(unsubscribe))
 
@@ -183,7 +184,7 @@ describe("NodeLifecycle (integration)", () => {
           }
           const now = yield* podsOf(c)
           expect(now.map((p) => p.metadata.uid as string).sort()).toEqual(uids)
-          expect(now.filter(Pods.isTerminating)).toEqual([])
+          expect(now.filter(Metadata.isTerminating)).toEqual([])
           expect(violations).toEqual([])
         })
       ),

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest"
 import * as NodeLifecycle from "../../src/controllers/NodeLifecycle.js"
-import * as Pods from "../../src/controllers/Pods.js"
+import * as Metadata from "../../src/object/Metadata.js"
 
 const T0 = Date.parse("2024-05-01T10:00:00Z")
-const at = (ms: number) => Pods.rfc3339(ms)
+const at = (ms: number) => Metadata.rfc3339(ms)
 const options: NodeLifecycle.Options = { nodeMonitorGracePeriodMs: 40_000, nodeStartupGracePeriodMs: 60_000 }
 
 const node = (

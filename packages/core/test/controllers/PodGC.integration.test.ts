@@ -1,8 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as PodGC from "../../src/controllers/PodGC.js"
-import * as Pods from "../../src/controllers/Pods.js"
+import * as Pods from "../../src/object/Pods.js"
 import * as TestCluster from "../../src/testing/TestCluster.js"
+import * as Metadata from "../../src/object/Metadata.js"
 
 type Json = Record<string, unknown>
 
@@ -16,7 +17,7 @@ const pod = (name: string, spec: Json = {}, annotations: Record<string, string> 
   spec: { containers: [{ name: "app", image: "nginx:1" }], ...spec }
 })
 
-const names = (pods: ReadonlyArray<Json>) => pods.map((p) => String(Pods.meta(p)["name"])).sort()
+const names = (pods: ReadonlyArray<Json>) => pods.map((p) => String(Metadata.metadataOf(p)["name"])).sort()
 
 /** Wait until the wall clock enters the next second (creation timestamps have second precision). */
 const nextSecond = (cluster: TestCluster.TestCluster) => {
@@ -31,7 +32,7 @@ describe("PodGC through the API", () => {
         const cluster = yield* TestCluster.make({ nodes: 2, controllers: [PodGC.reconciler({ periodMs: 100, quarantineMs: 200 })] })
         const last = new Map<string, Json>()
         cluster.informers.for(PodRef).subscribe((c) => {
-          if (c.type !== "DELETED") last.set(String(Pods.meta(c.object)["name"]), c.object)
+          if (c.type !== "DELETED") last.set(String(Metadata.metadataOf(c.object)["name"]), c.object)
         })
         yield* cluster.client.create(pod("on-1a", { nodeName: "node-1" }))
         yield* cluster.client.create(pod("on-1b", { nodeName: "node-1" }))
@@ -59,7 +60,7 @@ describe("PodGC through the API", () => {
         const cluster = yield* TestCluster.make({ nodes: 1, controllers: [PodGC.reconciler({ periodMs: 100, terminatedPodThreshold: 2 })] })
         const deleted: Array<string> = []
         cluster.informers.for(PodRef).subscribe((c) => {
-          if (c.type === "DELETED") deleted.push(String(Pods.meta(c.object)["name"]))
+          if (c.type === "DELETED") deleted.push(String(Metadata.metadataOf(c.object)["name"]))
         })
         const exits = { "sim.fleet.koder.dev/exit-code": "0" }
         // Names out of age order, so only creation time can give the order.
@@ -93,7 +94,7 @@ describe("PodGC through the API", () => {
         yield* cluster.client.delete(PodRef, "default", "stuck")
         yield* cluster.idle
         const terminating = yield* cluster.client.get(PodRef, "default", "stuck")
-        expect(Pods.isTerminating(terminating)).toBe(true)
+        expect(Metadata.isTerminating(terminating)).toBe(true)
         yield* cluster.client.patch(NodeRef, undefined, "node-1", "merge", { spec: { taints: [{ key: PodGC.outOfServiceTaint, value: "nodeshutdown", effect: "NoExecute" }] } })
         yield* cluster.eventually(
           Effect.flatMap(TestCluster.find(cluster, PodRef, "default", "stuck"), (p) => (p === undefined ? Effect.void : Effect.fail(new Error("still there")))),

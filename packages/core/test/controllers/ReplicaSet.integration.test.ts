@@ -2,9 +2,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import type * as Client from "../../src/client/Client.js"
-import * as Pods from "../../src/controllers/Pods.js"
+import * as Pods from "../../src/object/Pods.js"
 import * as ReplicaSet from "../../src/controllers/ReplicaSet.js"
 import * as TestCluster from "../../src/testing/TestCluster.js"
+import * as Metadata from "../../src/object/Metadata.js"
 
 type Json = Record<string, any>
 
@@ -51,7 +52,7 @@ describe("ReplicaSet through the API", () => {
         const rs = yield* c.client.create(replicaSet("web", 3))
         const first = yield* settled(c, "web", 3)
         for (const p of first) {
-          expect(Pods.controllerRef(p)).toMatchObject({ kind: "ReplicaSet", name: "web", uid: Pods.meta(rs)["uid"], controller: true })
+          expect(Metadata.controllerRefOf(p)).toMatchObject({ kind: "ReplicaSet", name: "web", uid: Metadata.metadataOf(rs)["uid"], controller: true })
           expect(String(p.metadata.name).startsWith("web-")).toBe(true)
         }
         const victim = first[0]!.metadata.name as string
@@ -108,7 +109,7 @@ describe("ReplicaSet through the API", () => {
         const pods = yield* settled(c, "api", 2)
         const stray = pods.find((p) => p.metadata.name === "stray")
         expect(stray).toBeDefined()
-        expect(Pods.controllerRef(stray!)).toMatchObject({ kind: "ReplicaSet", name: "api", uid: Pods.meta(rs)["uid"], controller: true, blockOwnerDeletion: true })
+        expect(Metadata.controllerRefOf(stray!)).toMatchObject({ kind: "ReplicaSet", name: "api", uid: Metadata.metadataOf(rs)["uid"], controller: true, blockOwnerDeletion: true })
 
         // Relabelled out of the selector: released (no owner left) and replaced.
         yield* c.client.patch(PodRef, ns, "stray", "merge", { metadata: { labels: { app: "debug" } } })

@@ -2,9 +2,10 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as GarbageCollector from "../../src/controllers/GarbageCollector.js"
 import * as History from "../../src/controllers/History.js"
-import * as Pods from "../../src/controllers/Pods.js"
+import * as Pods from "../../src/object/Pods.js"
 import * as StatefulSet from "../../src/controllers/StatefulSet.js"
 import * as TestCluster from "../../src/testing/TestCluster.js"
+import * as Metadata from "../../src/object/Metadata.js"
 
 type Json = Record<string, unknown>
 
@@ -12,8 +13,8 @@ const PodRef = { apiVersion: "v1", kind: "Pod" } as const
 const ClaimRef = { apiVersion: "v1", kind: "PersistentVolumeClaim" } as const
 const SetRef = StatefulSet.StatefulSetRef
 
-const nameOf = (o: Json) => String(Pods.meta(o)["name"])
-const uidOf = (o: Json) => String(Pods.meta(o)["uid"])
+const nameOf = (o: Json) => String(Metadata.metadataOf(o)["name"])
+const uidOf = (o: Json) => String(Metadata.metadataOf(o)["uid"])
 
 const webSet = (spec: Json = {}, image = "nginx:1"): Json => ({
   apiVersion: "apps/v1",
@@ -42,7 +43,7 @@ const settled = (cluster: TestCluster.TestCluster, names: ReadonlyArray<string>)
       const pods = yield* setPods(cluster)
       const seen = pods.map(nameOf)
       if (seen.join() !== names.join()) return yield* fail(`pods ${seen.join()}`)
-      if (!pods.every((p) => Pods.isReady(p) && !Pods.isTerminating(p))) return yield* fail("not all ready")
+      if (!pods.every((p) => Pods.isReady(p) && !Metadata.isTerminating(p))) return yield* fail("not all ready")
       const status = (yield* cluster.client.get(SetRef, "default", "web"))["status"] as Json | undefined
       if (status?.["readyReplicas"] !== names.length || status?.["replicas"] !== names.length) return yield* fail(`status ${JSON.stringify(status)}`)
       return pods
@@ -66,7 +67,7 @@ const recorder = (cluster: TestCluster.TestCluster) => {
         const lower = informer.get("default", `web-${j}`)
         if (lower === undefined || !Pods.isReady(lower) || Pods.phase(lower) !== "Running") violations.push(`${name} created before web-${j} was ready`)
       }
-    } else if (c.type === "MODIFIED" && Pods.isTerminating(c.object) && (c.old === undefined || !Pods.isTerminating(c.old))) {
+    } else if (c.type === "MODIFIED" && Metadata.isTerminating(c.object) && (c.old === undefined || !Metadata.isTerminating(c.old))) {
       log.push(`~${name}`)
     } else if (c.type === "DELETED") {
       log.push(`-${name}`)
@@ -90,8 +91,8 @@ describe("StatefulSet through the API", () => {
           const spec = p["spec"] as any
           expect(spec.hostname).toBe(`web-${i}`)
           expect(spec.subdomain).toBe("web")
-          expect((Pods.meta(p)["labels"] as any)[StatefulSet.PodNameLabel]).toBe(`web-${i}`)
-          expect((Pods.meta(p)["labels"] as any)[StatefulSet.PodIndexLabel]).toBe(String(i))
+          expect((Metadata.metadataOf(p)["labels"] as any)[StatefulSet.PodNameLabel]).toBe(`web-${i}`)
+          expect((Metadata.metadataOf(p)["labels"] as any)[StatefulSet.PodIndexLabel]).toBe(String(i))
           expect(spec.volumes).toContainEqual({ name: "www", persistentVolumeClaim: { claimName: `www-web-${i}` } })
         }
         const claims = (yield* cluster.client.listAll(ClaimRef, { namespace: "default" })).items
@@ -152,7 +153,7 @@ describe("StatefulSet through the API", () => {
         expect(status.currentReplicas).toBe(2)
         yield* cluster.idle
         const after = yield* setPods(cluster)
-        expect(after.map((p) => [nameOf(p), image(p), (Pods.meta(p)["labels"] as any)[History.HashLabel]])).toEqual([
+        expect(after.map((p) => [nameOf(p), image(p), (Metadata.metadataOf(p)["labels"] as any)[History.HashLabel]])).toEqual([
           ["web-0", "nginx:1", v1.currentRevision],
           ["web-1", "nginx:1", v1.currentRevision],
           ["web-2", "nginx:2", status.updateRevision]
@@ -223,7 +224,7 @@ describe("StatefulSet through the API", () => {
         const old = uidOf(pods[1]!)
         yield* cluster.client.delete(PodRef, "default", "web-1")
         const replaced = yield* cluster.eventually(
-          Effect.flatMap(cluster.client.get(PodRef, "default", "web-1"), (p) => (uidOf(p) !== old && !Pods.isTerminating(p) ? Effect.succeed(p) : fail("not replaced"))),
+          Effect.flatMap(cluster.client.get(PodRef, "default", "web-1"), (p) => (uidOf(p) !== old && !Metadata.isTerminating(p) ? Effect.succeed(p) : fail("not replaced"))),
           { timeoutMs: 25_000 }
         )
         expect((replaced["spec"] as any).volumes).toContainEqual({ name: "www", persistentVolumeClaim: { claimName: "www-web-1" } })

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
-import type { Timer } from "../../src/controllers/WorkQueue.js"
+import type { Timer } from "../../src/informer/WorkQueue.js"
 import * as Queue from "../../src/scheduler/Queue.js"
 import type { PodInfo, Resources } from "../../src/scheduler/Snapshot.js"
 

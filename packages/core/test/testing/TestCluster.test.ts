@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import * as Pods from "../../src/controllers/Pods.js"
+import * as Pods from "../../src/object/Pods.js"
 import * as TestCluster from "../../src/testing/TestCluster.js"
 
 const PodRef = { apiVersion: "v1", kind: "Pod" } as const

@@ -4,7 +4,7 @@
  * transport trusts exactly the webhook's `caBundle` when it has one (the system roots
  * otherwise), sends the AdmissionReview as JSON and bounds both the time and the answer's size.
  */
-import { AdmissionPlugins, Meta, PodSecurityPolicy } from "@koder/fleet-core"
+import { AdmissionPlugins, Meta, PodSecurityStandards } from "@koder/fleet-core"
 import { Effect, type Scope } from "effect"
 import { request } from "node:https"
 import { ConfigError } from "../DaemonError.js"
@@ -72,7 +72,7 @@ export const httpsCall: AdmissionPlugins.Webhooks.Call = (url, caBundle, body, t
  * kube-apiserver's privileged: a pod asks for the host (its network, PID or IPC namespace, a
  * hostPath, privileged, extra capabilities) only where an administrator allowed it by label.
  */
-export const defaultPodSecurityLevel: PodSecurityPolicy.Level = "baseline"
+export const defaultPodSecurityLevel: PodSecurityStandards.Level = "baseline"
 
 /** A comma-separated list flag. */
 const names = (v: unknown): ReadonlyArray<string> =>
@@ -81,11 +81,11 @@ const names = (v: unknown): ReadonlyArray<string> =>
 /** The PodSecurity plugin's configuration from `--pod-security-*`. */
 export const podSecurityOptions = (flags: Context["flags"]) => {
   const level = flags["pod-security-default"] ?? defaultPodSecurityLevel
-  if (typeof level !== "string" || !PodSecurityPolicy.isLevel(level)) {
-    return Effect.fail(new ConfigError({ message: `--pod-security-default ${JSON.stringify(level)}: must be one of ${PodSecurityPolicy.levels.join(", ")}` }))
+  if (typeof level !== "string" || !PodSecurityStandards.isLevel(level)) {
+    return Effect.fail(new ConfigError({ message: `--pod-security-default ${JSON.stringify(level)}: must be one of ${PodSecurityStandards.levels.join(", ")}` }))
   }
   return Effect.succeed({
-    defaults: PodSecurityPolicy.uniform(level),
+    defaults: PodSecurityStandards.uniform(level),
     exemptions: {
       namespaces: names(flags["pod-security-exempt-namespaces"]),
       usernames: names(flags["pod-security-exempt-usernames"]),

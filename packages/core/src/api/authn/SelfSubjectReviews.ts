@@ -8,8 +8,7 @@ import { Effect } from "effect"
 import * as Authentication from "../../model/Authentication.js"
 import { json, type UserInfo } from "../Http.js"
 import type { Registry, Resource } from "../Registry.js"
-import { createOnly, readBody } from "../rbac/Reviews.js"
-import { virtual } from "../rbac/Virtual.js"
+import { createOnly, readBody, virtual } from "../VirtualResource.js"
 
 /** `status.userInfo` of a review: kube's UserInfo, empty uid and extra left out. */
 export const userInfo = (user: UserInfo): Record<string, unknown> => ({

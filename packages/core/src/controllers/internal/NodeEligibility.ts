@@ -5,13 +5,11 @@
  * a daemon pod to its node. The matching rules themselves are the scheduler's
  * (`scheduler/TaintToleration.ts`, `scheduler/NodeAffinity.ts`).
  */
-import type { JsonObject } from "../Informer.js"
-import { matchesNodeSelectorAndAffinity } from "../../scheduler/NodeAffinity.js"
-import { taintsOf, tolerationsOf, untoleratedTaint, type TolerationLike } from "../../scheduler/TaintToleration.js"
+import type { JsonObject } from "../../informer/Informer.js"
+import { matchesNodeSelectorAndAffinity } from "../../matching/NodeAffinity.js"
+import { taintsOf, tolerationsOf, untoleratedTaint, type TolerationLike } from "../../matching/TaintToleration.js"
+import { asArray, asObject, asString } from "../../object/Json.js"
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
-const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
-const str = (v: unknown): string => (typeof v === "string" ? v : "")
 /** The taint keys Kubernetes puts on nodes, which daemon pods tolerate. */
 export const TaintKeys = {
   notReady: "node.kubernetes.io/not-ready",
@@ -41,7 +39,7 @@ export const daemonTolerations = (podSpec: Record<string, unknown>): ReadonlyArr
 
 // Upstream's `MatchToleration`: the same toleration up to `tolerationSeconds`.
 const sameToleration = (a: TolerationLike, b: TolerationLike) =>
-  str(a.key) === str(b.key) && str(a.effect) === str(b.effect) && (str(a.operator) || "Equal") === (str(b.operator) || "Equal") && str(a.value) === str(b.value)
+  asString(a.key) === asString(b.key) && asString(a.effect) === asString(b.effect) && (asString(a.operator) || "Equal") === (asString(b.operator) || "Equal") && asString(a.value) === asString(b.value)
 
 /**
  * `podSpec` with the daemon tolerations added; a toleration the user already wrote for the same
@@ -64,8 +62,8 @@ export const withDaemonTolerations = (podSpec: Record<string, unknown>): Record<
  */
 export const withNodeNameAffinity = (affinity: Record<string, unknown> | undefined, nodeName: string): Record<string, unknown> => {
   const required = { nodeSelectorTerms: [{ matchFields: [{ key: "metadata.name", operator: "In", values: [nodeName] }] }] }
-  const a = obj(affinity)
-  return { ...a, nodeAffinity: { ...obj(a["nodeAffinity"]), requiredDuringSchedulingIgnoredDuringExecution: required } }
+  const a = asObject(affinity)
+  return { ...a, nodeAffinity: { ...asObject(a["nodeAffinity"]), requiredDuringSchedulingIgnoredDuringExecution: required } }
 }
 
 /**
@@ -74,14 +72,14 @@ export const withNodeNameAffinity = (affinity: Record<string, unknown> | undefin
  * `GetTargetNodeName`).
  */
 export const targetNodeName = (pod: JsonObject): string | undefined => {
-  const spec = obj(pod["spec"])
-  const bound = str(spec["nodeName"])
+  const spec = asObject(pod["spec"])
+  const bound = asString(spec["nodeName"])
   if (bound !== "") return bound
-  const terms = arr(obj(obj(obj(spec["affinity"])["nodeAffinity"])["requiredDuringSchedulingIgnoredDuringExecution"])["nodeSelectorTerms"]).map(obj)
+  const terms = asArray(asObject(asObject(asObject(spec["affinity"])["nodeAffinity"])["requiredDuringSchedulingIgnoredDuringExecution"])["nodeSelectorTerms"]).map(asObject)
   for (const term of terms) {
-    for (const f of arr(term["matchFields"]).map(obj)) {
-      const values = arr(f["values"])
-      if (f["key"] === "metadata.name" && f["operator"] === "In" && values.length === 1) return str(values[0])
+    for (const f of asArray(term["matchFields"]).map(asObject)) {
+      const values = asArray(f["values"])
+      if (f["key"] === "metadata.name" && f["operator"] === "In" && values.length === 1) return asString(values[0])
     }
   }
   return undefined
@@ -103,9 +101,9 @@ export interface DaemonVerdict {
  * tolerated.
  */
 export const shouldRunDaemonPod = (template: JsonObject, node: JsonObject): DaemonVerdict => {
-  const spec = withDaemonTolerations(obj(template["spec"]))
-  const nodeName = str(obj(node["metadata"])["name"])
-  const pinned = str(spec["nodeName"])
+  const spec = withDaemonTolerations(asObject(template["spec"]))
+  const nodeName = asString(asObject(node["metadata"])["name"])
+  const pinned = asString(spec["nodeName"])
   if (pinned !== "" && pinned !== nodeName) return { shouldRun: false, shouldContinueRunning: false }
   if (!matchesNodeSelectorAndAffinity(spec, node)) return { shouldRun: false, shouldContinueRunning: false }
   const taints = taintsOf(node)

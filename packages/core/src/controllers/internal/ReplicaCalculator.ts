@@ -16,7 +16,9 @@
  */
 import { parseDuration } from "../../model/Metrics.js"
 import * as Quantity from "../../model/Quantity.js"
-import * as Pods from "../Pods.js"
+import * as Pods from "../../object/Pods.js"
+import { asArray, asObject } from "../../object/Json.js"
+import { isTerminating, metadataOf, nameOf, timeMs } from "../../object/Metadata.js"
 
 type JsonObject = Record<string, unknown>
 
@@ -43,9 +45,6 @@ export interface Config {
 /** The upstream defaults. */
 export const defaultConfig: Config = { tolerance: 0.1, cpuInitializationPeriodMs: 300_000, initialReadinessDelayMs: 30_000 }
 
-const obj = (v: unknown): JsonObject => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as JsonObject) : {})
-const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
-const nameOf = (o: JsonObject) => String(Pods.meta(o)["name"] ?? "")
 
 /** A quantity string in milli-units (Kubernetes `MilliValue`), or undefined when it does not parse. */
 export const milli = (q: unknown): number | undefined => {
@@ -65,20 +64,20 @@ const durationMs = (v: unknown): number => (typeof v === "string" ? (parseDurati
 export const podMetrics = (items: ReadonlyArray<JsonObject>, resource: string, container?: string): { readonly metrics: PodMetricsInfo } | { readonly error: string } => {
   const out = new Map<string, PodMetric>()
   for (const item of items) {
-    const timestampMs = Pods.timeMs(item["timestamp"]) ?? 0
+    const timestampMs = timeMs(item["timestamp"]) ?? 0
     const windowMs = durationMs(item["window"])
-    const containers = arr(item["containers"]).map(obj)
+    const containers = asArray(item["containers"]).map(asObject)
     if (container !== undefined) {
       const c = containers.find((x) => x["name"] === container)
-      if (c === undefined) return { error: `container ${container} not present in metrics for pod ${String(Pods.meta(item)["namespace"])}/${nameOf(item)}` }
-      const value = milli(obj(c["usage"])[resource])
+      if (c === undefined) return { error: `container ${container} not present in metrics for pod ${String(metadataOf(item)["namespace"])}/${nameOf(item)}` }
+      const value = milli(asObject(c["usage"])[resource])
       if (value !== undefined) out.set(nameOf(item), { value, timestampMs, windowMs })
       continue
     }
     let sum = 0
     let missing = containers.length === 0
     for (const c of containers) {
-      const value = milli(obj(c["usage"])[resource])
+      const value = milli(asObject(c["usage"])[resource])
       if (value === undefined) {
         missing = true
         break
@@ -107,7 +106,7 @@ export const groupPods = (pods: ReadonlyArray<JsonObject>, metrics: PodMetricsIn
   for (const pod of pods) {
     const name = nameOf(pod)
     const phase = Pods.phase(pod)
-    if (Pods.isTerminating(pod) || phase === "Failed" || phase === "Succeeded") {
+    if (isTerminating(pod) || phase === "Failed" || phase === "Succeeded") {
       ignored.add(name)
       continue
     }
@@ -122,12 +121,12 @@ export const groupPods = (pods: ReadonlyArray<JsonObject>, metrics: PodMetricsIn
     }
     if (resource === "cpu") {
       const ready = Pods.condition(pod, "Ready")
-      const startMs = Pods.timeMs(obj(pod["status"])["startTime"])
+      const startMs = timeMs(asObject(pod["status"])["startTime"])
       let isUnready: boolean
       if (ready === undefined || startMs === undefined) {
         isUnready = true
       } else {
-        const transitionMs = Pods.timeMs(ready["lastTransitionTime"]) ?? 0
+        const transitionMs = timeMs(ready["lastTransitionTime"]) ?? 0
         if (startMs + config.cpuInitializationPeriodMs > nowMs) {
           // Still starting: a not-Ready pod, or a sample that does not cover a whole window of readiness, is noise.
           isUnready = ready["status"] === "False" || metric.timestampMs < transitionMs + metric.windowMs
@@ -153,15 +152,15 @@ export const groupPods = (pods: ReadonlyArray<JsonObject>, metrics: PodMetricsIn
 export const podRequests = (pods: ReadonlyArray<JsonObject>, resource: string, container?: string): { readonly requests: ReadonlyMap<string, number> } | { readonly error: string } => {
   const requests = new Map<string, number>()
   for (const pod of pods) {
-    const spec = obj(pod["spec"])
+    const spec = asObject(pod["spec"])
     const containers = [
-      ...arr(spec["containers"]).map(obj),
-      ...arr(spec["initContainers"]).map(obj).filter((c) => c["restartPolicy"] === "Always")
+      ...asArray(spec["containers"]).map(asObject),
+      ...asArray(spec["initContainers"]).map(asObject).filter((c) => c["restartPolicy"] === "Always")
     ]
     let sum = 0
     for (const c of containers) {
       if (container !== undefined && c["name"] !== container) continue
-      const request = milli(obj(obj(c["resources"])["requests"])[resource])
+      const request = milli(asObject(asObject(c["resources"])["requests"])[resource])
       if (request === undefined) return { error: `missing request for ${resource} in container ${String(c["name"])} of Pod ${nameOf(pod)}` }
       sum += request
     }

@@ -12,12 +12,11 @@
  * its newest size.
  */
 import { Either } from "effect"
-import type * as Client from "../../client/Client.js"
 import * as IntOrString from "../../model/IntOrString.js"
-import type * as Conditions from "../Conditions.js"
-import * as Pods from "../Pods.js"
+import type * as Conditions from "../../object/Conditions.js"
+import { type JsonObject, stableJson } from "../../object/Json.js"
+import { isTerminating, metadataOf, timeMs } from "../../object/Metadata.js"
 
-type JsonObject = Client.JsonObject
 type Condition = Conditions.Condition
 
 /** A ReplicaSet as the arithmetic sees it: its planned size and what its status reports. */
@@ -238,10 +237,10 @@ export const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v
 /** A field as a finite number, else `fallback`. */
 export const num = (v: unknown, fallback = 0): number => (typeof v === "number" && Number.isFinite(v) ? v : fallback)
 /** `metadata.name`. */
-export const nameOf = (o: JsonObject): string => String(Pods.meta(o)["name"] ?? "")
+export const nameOf = (o: JsonObject): string => String(metadataOf(o)["name"] ?? "")
 /** `metadata.uid`. */
-export const uidOf = (o: JsonObject): string => String(Pods.meta(o)["uid"] ?? "")
-const annotationsOf = (o: JsonObject) => ({ ...(obj(Pods.meta(o)["annotations"]) as Record<string, string>) })
+export const uidOf = (o: JsonObject): string => String(metadataOf(o)["uid"] ?? "")
+const annotationsOf = (o: JsonObject) => ({ ...(obj(metadataOf(o)["annotations"]) as Record<string, string>) })
 /** A revision annotation's number (0 when absent or not a number). */
 export const parseRevision = (v: string | undefined): number => {
   const n = Number(v)
@@ -257,7 +256,7 @@ const withoutHash = (template: unknown): unknown => {
 }
 
 /** Whether two pod templates are equal apart from the `pod-template-hash` label (upstream's EqualIgnoreHash). */
-export const equalIgnoreHash = (a: unknown, b: unknown): boolean => Pods.stableJson(withoutHash(a)) === Pods.stableJson(withoutHash(b))
+export const equalIgnoreHash = (a: unknown, b: unknown): boolean => stableJson(withoutHash(a)) === stableJson(withoutHash(b))
 
 /** A ReplicaSet as a sync sees and plans it (the `Sized` fields are what the arithmetic reads). */
 export interface Planned extends Sized {
@@ -290,7 +289,7 @@ export const planned = (o: JsonObject): Planned => {
     exists: true,
     name: nameOf(o),
     uid: uidOf(o),
-    createdMs: Pods.timeMs(Pods.meta(o)["creationTimestamp"]) ?? 0,
+    createdMs: timeMs(metadataOf(o)["creationTimestamp"]) ?? 0,
     template: s["template"],
     storedReplicas: num(s["replicas"], 1),
     storedAnnotations: annotations,
@@ -298,9 +297,9 @@ export const planned = (o: JsonObject): Planned => {
     statusReplicas: num(st["replicas"]),
     ready: num(st["readyReplicas"]),
     available: num(st["availableReplicas"]),
-    generation: num(Pods.meta(o)["generation"]),
+    generation: num(metadataOf(o)["generation"]),
     observedGeneration: num(st["observedGeneration"]),
-    deleting: Pods.isTerminating(o),
+    deleting: isTerminating(o),
     failure: (arr(st["conditions"]) as ReadonlyArray<Condition>).find((c) => c.type === "ReplicaFailure"),
     replicas: num(s["replicas"], 1),
     annotations: { ...annotations },
@@ -334,8 +333,8 @@ export const specOf = (d: JsonObject): Spec => {
   const type = String(strategy["type"] ?? "RollingUpdate")
   return {
     name: nameOf(d),
-    namespace: Pods.meta(d)["namespace"] as string | undefined,
-    generation: num(Pods.meta(d)["generation"]),
+    namespace: metadataOf(d)["namespace"] as string | undefined,
+    generation: num(metadataOf(d)["generation"]),
     replicas: num(s["replicas"], 1),
     strategy: {
       type,

@@ -30,8 +30,8 @@
  * the framework contract, so Filter plugins see the victims gone only through the NodeInfo they
  * are given (Snapshot's `withoutPod`/`withPod` what-if views); dry runs are sequential, not parallel.
  */
-import type { JsonObject } from "../../controllers/Informer.js"
-import { timeMs } from "../../controllers/Pods.js"
+import type { JsonObject } from "../../informer/Informer.js"
+import { timeMs } from "../../object/Metadata.js"
 import * as FieldError from "../../model/FieldError.js"
 import * as LabelSelector from "../../model/LabelSelector.js"
 import {
@@ -46,6 +46,7 @@ import {
   success
 } from "../Framework.js"
 import { type NodeInfo, type PodInfo, podKey, type Snapshot, withoutPod, withPod } from "../Snapshot.js"
+import { asObject } from "../../object/Json.js"
 
 /** The plugin's name. */
 export const name = "DefaultPreemption"
@@ -60,17 +61,16 @@ export interface Budget {
   readonly disruptedPods?: Readonly<Record<string, unknown>>
 }
 
-const rec = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
 
 /** A stored PodDisruptionBudget object as a Budget. */
 export const budgetOf = (pdb: JsonObject): Budget => {
-  const spec = rec(pdb["spec"])
-  const st = rec(pdb["status"])
+  const spec = asObject(pdb["spec"])
+  const st = asObject(pdb["status"])
   const selector = spec["selector"]
   return {
     selector: selector === undefined || selector === null ? undefined : (selector as LabelSelector.LabelSelector),
     disruptionsAllowed: typeof st["disruptionsAllowed"] === "number" ? st["disruptionsAllowed"] : 0,
-    disruptedPods: rec(st["disruptedPods"])
+    disruptedPods: asObject(st["disruptedPods"])
   }
 }
 
@@ -141,7 +141,7 @@ export const nominationsToClear = (pod: PodInfo, nominated: ReadonlyArray<PodInf
 
 // ---- victims ----------------------------------------------------------------------------------
 
-const startMs = (p: PodInfo, now: number): number => timeMs(rec(p.pod["status"])["startTime"]) ?? now
+const startMs = (p: PodInfo, now: number): number => timeMs(asObject(p.pod["status"])["startTime"]) ?? now
 
 /** Upstream MoreImportantPod: higher priority, then the one that started earlier. */
 const moreImportant = (now: number) => (a: PodInfo, b: PodInfo): number =>
@@ -149,10 +149,10 @@ const moreImportant = (now: number) => (a: PodInfo, b: PodInfo): number =>
 
 /** Whether a pod is going away because the scheduler preempted it. */
 export const terminatingByPreemption = (pod: JsonObject): boolean => {
-  if (rec(pod["metadata"])["deletionTimestamp"] === undefined) return false
-  const conditions = rec(pod["status"])["conditions"]
+  if (asObject(pod["metadata"])["deletionTimestamp"] === undefined) return false
+  const conditions = asObject(pod["status"])["conditions"]
   if (!Array.isArray(conditions)) return false
-  const c = conditions.map(rec).find((x) => x["type"] === "DisruptionTarget")
+  const c = conditions.map(asObject).find((x) => x["type"] === "DisruptionTarget")
   return c !== undefined && c["status"] === "True" && c["reason"] === "PreemptionByScheduler"
 }
 
@@ -295,9 +295,9 @@ const unschedulable = (message: string): Status => status("Unschedulable", `pree
 
 /** Whether `pod` may preempt at all; the reason when not (upstream PodEligibleToPreemptOthers). */
 export const eligibility = (pod: PodInfo, snapshot: Snapshot, filtered: ReadonlyMap<string, Status>): string | undefined => {
-  const spec = rec(pod.pod["spec"])
+  const spec = asObject(pod.pod["spec"])
   if (spec["preemptionPolicy"] === "Never") return "not eligible due to preemptionPolicy=Never."
-  const nominated = rec(pod.pod["status"])["nominatedNodeName"]
+  const nominated = asObject(pod.pod["status"])["nominatedNodeName"]
   if (typeof nominated !== "string" || nominated === "") return undefined
   // A nominated node that can no longer take the pod at all frees it to preempt elsewhere.
   const verdict = filtered.get(nominated)
@@ -387,7 +387,7 @@ export const make = (options: Options): PostFilterPlugin => {
 
 /** Reads DefaultPreemptionArgs from a profile's pluginConfig; an error message when invalid. */
 export const parseArgs = (raw: unknown): Args | string => {
-  const r = rec(raw)
+  const r = asObject(raw)
   const num = (k: keyof Args) => (r[k] === undefined ? defaultArgs[k] : typeof r[k] === "number" ? r[k] : NaN)
   const args: Args = { minCandidateNodesPercentage: num("minCandidateNodesPercentage"), minCandidateNodesAbsolute: num("minCandidateNodesAbsolute") }
   const errors = validateArgs(args)

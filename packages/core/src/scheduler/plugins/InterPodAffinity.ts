@@ -26,13 +26,14 @@
  * Filter recognises a what-if view of a node (a generation outside the snapshot's, as preemption
  * builds them) and counts that node's pods from the view instead, to the same effect.
  */
-import type { JsonObject } from "../../controllers/Informer.js"
+import type { JsonObject } from "../../informer/Informer.js"
 import * as LabelSelector from "../../model/LabelSelector.js"
 import type { Factory, FilterPlugin, Handle, PreFilterPlugin, PreScorePlugin, ScorePlugin, Status } from "../Framework.js"
 import { MaxScore, status, success } from "../Framework.js"
 import type { NodeInfo, PodInfo, Snapshot } from "../Snapshot.js"
 import type { NodeChanges } from "./PodTopologySpread.js"
 import { labelOf, TopologyCounts, TopologyCountsCache } from "./PodTopologySpread.js"
+import { asArray, asObject, asString } from "../../object/Json.js"
 
 /** The plugin's name in profiles (upstream's). */
 export const name = "InterPodAffinity"
@@ -49,9 +50,6 @@ export const reasonExistingAntiAffinityRulesNotMatch = "node(s) didn't satisfy e
 /** Labels of a namespace by name (undefined when unknown), for terms' `namespaceSelector`. */
 export type NamespaceLabels = (namespace: string) => Readonly<Record<string, string>> | undefined
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
-const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
-const str = (v: unknown): string => (typeof v === "string" ? v : "")
 const selectorOf = (v: unknown): LabelSelector.LabelSelector | undefined =>
   typeof v === "object" && v !== null && !Array.isArray(v) ? (v as LabelSelector.LabelSelector) : undefined
 
@@ -85,12 +83,12 @@ interface PodTerms {
 const noTerms: PodTerms = { requiredAffinity: [], requiredAnti: [], preferredAffinity: [], preferredAnti: [], any: false }
 
 const parseTerm = (raw: Record<string, unknown>, namespace: string, weight: number): Term => {
-  const listed = arr(raw["namespaces"]).map(str)
+  const listed = asArray(raw["namespaces"]).map(asString)
   const nsSelector = selectorOf(raw["namespaceSelector"])
   const namespaces = listed.length === 0 && nsSelector === undefined ? [namespace] : listed
   const allNamespaces = nsSelector !== undefined && LabelSelector.isEmpty(nsSelector)
   const selector = selectorOf(raw["labelSelector"])
-  const topologyKey = str(raw["topologyKey"])
+  const topologyKey = asString(raw["topologyKey"])
   return {
     namespaces: new Set(namespaces),
     allNamespaces,
@@ -104,13 +102,13 @@ const parseTerm = (raw: Record<string, unknown>, namespace: string, weight: numb
 }
 
 const requiredTerms = (group: unknown, namespace: string): ReadonlyArray<Term> =>
-  arr(obj(group)["requiredDuringSchedulingIgnoredDuringExecution"]).map((t) => parseTerm(obj(t), namespace, 1))
+  asArray(asObject(group)["requiredDuringSchedulingIgnoredDuringExecution"]).map((t) => parseTerm(asObject(t), namespace, 1))
 
 const preferredTerms = (group: unknown, namespace: string): ReadonlyArray<Term> =>
-  arr(obj(group)["preferredDuringSchedulingIgnoredDuringExecution"])
-    .map(obj)
+  asArray(asObject(group)["preferredDuringSchedulingIgnoredDuringExecution"])
+    .map(asObject)
     .filter((w) => typeof w["weight"] === "number" && w["weight"] > 0)
-    .map((w) => parseTerm(obj(w["podAffinityTerm"]), namespace, w["weight"] as number))
+    .map((w) => parseTerm(asObject(w["podAffinityTerm"]), namespace, w["weight"] as number))
 
 // Pods are replaced, never mutated, so their parsed terms can be cached by object identity.
 const termsCache = new WeakMap<JsonObject, PodTerms>()
@@ -119,10 +117,10 @@ const termsCache = new WeakMap<JsonObject, PodTerms>()
 const termsOf = (pod: PodInfo): PodTerms => {
   let t = termsCache.get(pod.pod)
   if (t !== undefined) return t
-  const affinity = obj(pod.pod["spec"])["affinity"]
+  const affinity = asObject(pod.pod["spec"])["affinity"]
   if (affinity === undefined || affinity === null) t = noTerms
   else {
-    const a = obj(affinity)
+    const a = asObject(affinity)
     const ns = pod.namespace
     const requiredAffinity = requiredTerms(a["podAffinity"], ns)
     const requiredAnti = requiredTerms(a["podAntiAffinity"], ns)
@@ -524,7 +522,7 @@ const filterView = (s: PreFilterState, existing: ExistingTerms, pod: PodInfo, no
  * `ignorePreferredTermsOfExistingPods`; `namespaceLabels` from the handle or the args.
  */
 export const factory: Factory = (args, handle) => {
-  const a = obj(args)
+  const a = asObject(args)
   const weight = a["hardPodAffinityWeight"] ?? 1
   if (typeof weight !== "number" || !Number.isInteger(weight) || weight < 0 || weight > 100) {
     return `hardPodAffinityWeight: Invalid value: ${JSON.stringify(weight)}: not in valid range [0-100]`

@@ -20,9 +20,10 @@
 import * as FieldError from "../../model/FieldError.js"
 import type { CycleState, Factory, FilterPlugin, NodeScore, PreFilterPlugin, PreFilterResult, PreScorePlugin, ScorePlugin, Status } from "../Framework.js"
 import { MaxScore, status, success } from "../Framework.js"
-import * as NodeAffinity from "../NodeAffinity.js"
+import * as NodeAffinity from "../../matching/NodeAffinity.js"
 import type { NodeInfo, PodInfo } from "../Snapshot.js"
 import * as Signature from "../Signature.js"
+import { asArray, asObject, asString } from "../../object/Json.js"
 
 /** The plugin's name in profiles and the registry. */
 export const name = "NodeAffinity"
@@ -43,9 +44,6 @@ const skip: Status = status("Skip")
 const preFilterKey = `PreFilter${name}`
 const preScoreKey = `PreScore${name}`
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
-const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
-const str = (v: unknown): string => (typeof v === "string" ? v : "")
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 const hasOwn = (o: object, k: string) => Object.prototype.hasOwnProperty.call(o, k)
 
@@ -88,12 +86,12 @@ const operators = new Set(["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"])
 const termErrors = (term: unknown, path: string): Array<FieldError.FieldError> => {
   if (!isObject(term)) return [FieldError.invalid(path, term, "must be an object")]
   const errors: Array<FieldError.FieldError> = []
-  arr(term["matchExpressions"]).forEach((r, i) => {
-    const op = obj(r)["operator"]
-    if (!operators.has(str(op))) errors.push(FieldError.notSupported(`${path}.matchExpressions[${i}].operator`, op, [...operators]))
+  asArray(term["matchExpressions"]).forEach((r, i) => {
+    const op = asObject(r)["operator"]
+    if (!operators.has(asString(op))) errors.push(FieldError.notSupported(`${path}.matchExpressions[${i}].operator`, op, [...operators]))
   })
-  arr(term["matchFields"]).forEach((r, i) => {
-    const req = obj(r)
+  asArray(term["matchFields"]).forEach((r, i) => {
+    const req = asObject(r)
     if (req["key"] !== "metadata.name") errors.push(FieldError.invalid(`${path}.matchFields[${i}].key`, req["key"], "not a valid field selector key"))
     if (req["operator"] !== "In" && req["operator"] !== "NotIn") errors.push(FieldError.notSupported(`${path}.matchFields[${i}].operator`, req["operator"], ["In", "NotIn"]))
   })
@@ -116,7 +114,7 @@ export const parseArgs = (raw: unknown): Args | string => {
     if (!isObject(required) || !Array.isArray(required["nodeSelectorTerms"])) errors.push(FieldError.required(`${rPath}.nodeSelectorTerms`))
     else {
       required["nodeSelectorTerms"].forEach((t, i) => errors.push(...termErrors(t, `${rPath}.nodeSelectorTerms[${i}]`)))
-      requiredTerms = (required["nodeSelectorTerms"] as ReadonlyArray<unknown>).map(obj)
+      requiredTerms = (required["nodeSelectorTerms"] as ReadonlyArray<unknown>).map(asObject)
     }
   }
   const preferred = added["preferredDuringSchedulingIgnoredDuringExecution"]
@@ -126,10 +124,10 @@ export const parseArgs = (raw: unknown): Args | string => {
     if (!Array.isArray(preferred)) errors.push(FieldError.invalid(pPath, preferred, "must be a list"))
     else
       preferred.forEach((p, i) => {
-        const weight = obj(p)["weight"]
+        const weight = asObject(p)["weight"]
         if (typeof weight !== "number" || !Number.isInteger(weight)) errors.push(FieldError.invalid(`${pPath}[${i}].weight`, weight, "must be an integer"))
-        errors.push(...termErrors(obj(p)["preference"], `${pPath}[${i}].preference`))
-        if (typeof weight === "number") preferredTerms.push({ weight, preference: obj(obj(p)["preference"]) })
+        errors.push(...termErrors(asObject(p)["preference"], `${pPath}[${i}].preference`))
+        if (typeof weight === "number") preferredTerms.push({ weight, preference: asObject(asObject(p)["preference"]) })
       })
   }
   if (errors.length > 0) return FieldError.formatAll(errors)
@@ -150,18 +148,18 @@ interface FilterState {
   readonly terms: ReadonlyArray<Record<string, unknown>> | undefined
 }
 
-const specOf = (pod: PodInfo): Record<string, unknown> => obj(pod.pod["spec"])
-const requiredOf = (spec: Record<string, unknown>): unknown => obj(obj(spec["affinity"])["nodeAffinity"])["requiredDuringSchedulingIgnoredDuringExecution"]
+const specOf = (pod: PodInfo): Record<string, unknown> => asObject(pod.pod["spec"])
+const requiredOf = (spec: Record<string, unknown>): unknown => asObject(asObject(spec["affinity"])["nodeAffinity"])["requiredDuringSchedulingIgnoredDuringExecution"]
 
 const filterState = (pod: PodInfo): FilterState => {
   const spec = specOf(pod)
-  const selector = obj(spec["nodeSelector"])
+  const selector = asObject(spec["nodeSelector"])
   const required = requiredOf(spec)
   return {
     selectorKeys: Object.keys(selector),
     selectorValues: Object.values(selector),
     // A present required affinity with no terms matches no node (upstream).
-    terms: required === undefined || required === null ? undefined : arr(obj(required)["nodeSelectorTerms"]).map(obj)
+    terms: required === undefined || required === null ? undefined : asArray(asObject(required)["nodeSelectorTerms"]).map(asObject)
   }
 }
 
@@ -180,11 +178,11 @@ const preferredScore = (terms: ReadonlyArray<PreferredTerm>, node: NodeInfo): nu
 
 /** The pod's preferred terms with a non-zero weight (zero-weight terms cannot change a score). */
 const podPreferredTerms = (pod: PodInfo): ReadonlyArray<PreferredTerm> => {
-  const terms = obj(obj(specOf(pod)["affinity"])["nodeAffinity"])["preferredDuringSchedulingIgnoredDuringExecution"]
+  const terms = asObject(asObject(specOf(pod)["affinity"])["nodeAffinity"])["preferredDuringSchedulingIgnoredDuringExecution"]
   const out: Array<PreferredTerm> = []
-  for (const t of arr(terms)) {
-    const weight = obj(t)["weight"]
-    if (typeof weight === "number" && weight !== 0) out.push({ weight, preference: obj(obj(t)["preference"]) })
+  for (const t of asArray(terms)) {
+    const weight = asObject(t)["weight"]
+    if (typeof weight === "number" && weight !== 0) out.push({ weight, preference: asObject(asObject(t)["preference"]) })
   }
   return out
 }
@@ -197,10 +195,10 @@ export const nodeNamesOf = (terms: ReadonlyArray<Record<string, unknown>>): Set<
   let nodeNames: Set<string> | undefined
   for (const term of terms) {
     let termNames: Set<string> | undefined
-    for (const field of arr(term["matchFields"])) {
-      const r = obj(field)
+    for (const field of asArray(term["matchFields"])) {
+      const r = asObject(field)
       if (r["key"] !== "metadata.name" || r["operator"] !== "In") continue
-      const names = new Set(arr(r["values"]).map(str))
+      const names = new Set(asArray(r["values"]).map(asString))
       termNames = termNames === undefined ? names : new Set([...termNames].filter((n) => names.has(n)))
     }
     if (termNames === undefined) return undefined

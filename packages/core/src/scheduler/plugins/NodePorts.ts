@@ -14,6 +14,7 @@ import type { CycleState, Factory, FilterPlugin, PreFilterPlugin, PreFilterResul
 import { status, success } from "../Framework.js"
 import type { NodeInfo, PodInfo } from "../Snapshot.js"
 import * as Signature from "../Signature.js"
+import { asArray, asObject, asString } from "../../object/Json.js"
 
 /** The plugin's name in profiles and the registry. */
 export const name = "NodePorts"
@@ -29,9 +30,6 @@ const skip: PreFilterResult = { status: status("Skip") }
 const proceed: PreFilterResult = { status: success }
 const stateKey = `PreFilter${name}`
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
-const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
-const str = (v: unknown): string => (typeof v === "string" ? v : "")
 
 /** One wanted host port, with the strings Filter compares against `usedPorts` built once. */
 export interface WantedPort {
@@ -54,15 +52,15 @@ export const portKey = (protocol: string, hostIP: string, port: number): string 
 
 /** The host ports a pod asks for: its containers' and its restartable init containers' ports with `hostPort > 0`. */
 export const hostPortsOf = (pod: PodInfo): ReadonlyArray<WantedPort> => {
-  const spec = obj(pod.pod["spec"])
+  const spec = asObject(pod.pod["spec"])
   const out: Array<WantedPort> = []
   const collect = (container: unknown) => {
-    for (const p of arr(obj(container)["ports"])) {
-      const port = obj(p)
+    for (const p of asArray(asObject(container)["ports"])) {
+      const port = asObject(p)
       const hostPort = port["hostPort"]
       if (typeof hostPort !== "number" || hostPort <= 0) continue
-      const protocol = str(port["protocol"]) === "" ? "TCP" : str(port["protocol"])
-      const hostIP = str(port["hostIP"]) === "" ? DefaultBindAllHostIP : str(port["hostIP"])
+      const protocol = asString(port["protocol"]) === "" ? "TCP" : asString(port["protocol"])
+      const hostIP = asString(port["hostIP"]) === "" ? DefaultBindAllHostIP : asString(port["hostIP"])
       out.push({
         protocol,
         hostIP,
@@ -75,8 +73,8 @@ export const hostPortsOf = (pod: PodInfo): ReadonlyArray<WantedPort> => {
     }
   }
   // Sidecars (init containers with restartPolicy Always) keep their ports for the pod's life.
-  for (const c of arr(spec["initContainers"])) if (obj(c)["restartPolicy"] === "Always") collect(c)
-  for (const c of arr(spec["containers"])) collect(c)
+  for (const c of asArray(spec["initContainers"])) if (asObject(c)["restartPolicy"] === "Always") collect(c)
+  for (const c of asArray(spec["containers"])) collect(c)
   return out
 }
 

@@ -22,10 +22,11 @@ import type { CycleState, Factory, FilterPlugin, PreFilterPlugin, PreFilterResul
 import { MaxScore, status, success } from "../Framework.js"
 import * as FieldError from "../../model/FieldError.js"
 import * as Validation from "../../model/Validation.js"
-import type { JsonObject } from "../../controllers/Informer.js"
+import type { JsonObject } from "../../informer/Informer.js"
 import type { NodeInfo, PodInfo, Resources } from "../Snapshot.js"
 import * as Snapshot from "../Snapshot.js"
 import * as Signature from "../Signature.js"
+import { asObject } from "../../object/Json.js"
 
 /** The plugin's name in profiles and the registry. */
 export const name = "NodeResourcesFit"
@@ -84,7 +85,6 @@ export const isExtendedResourceName = (resource: string): boolean =>
 
 // ---- arguments --------------------------------------------------------------------------------
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 const strategyTypes: ReadonlyArray<ScoringStrategyType> = ["LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"]
 
@@ -100,7 +100,7 @@ export const parseResourceSpecs = (raw: unknown, path: string, errors: Array<Fie
   }
   if (raw.length === 0) return defaultResources
   return raw.map((r, i) => {
-    const spec = obj(r)
+    const spec = asObject(r)
     const resource = spec["name"]
     const weight = spec["weight"] ?? 0
     if (typeof resource !== "string" || resource === "") errors.push(FieldError.required(`${path}[${i}].name`))
@@ -123,7 +123,7 @@ const stringList = (raw: unknown, path: string, errors: Array<FieldError.FieldEr
 
 // Upstream's validateFunctionShape.
 const shapeOf = (raw: unknown, path: string, errors: Array<FieldError.FieldError>): ReadonlyArray<UtilizationShapePoint> => {
-  const points = Array.isArray(raw) ? raw.map(obj) : []
+  const points = Array.isArray(raw) ? raw.map(asObject) : []
   if (points.length === 0) {
     errors.push(FieldError.required(path, "at least one point must be specified"))
     return []
@@ -164,7 +164,7 @@ export const parseArgs = (raw: unknown): Args | string => {
   let scoringStrategy: ScoringStrategy = defaultArgs.scoringStrategy
   const rawStrategy = raw["scoringStrategy"]
   if (rawStrategy !== undefined && rawStrategy !== null) {
-    const s = obj(rawStrategy)
+    const s = asObject(rawStrategy)
     const type = s["type"]
     if (!strategyTypes.includes(type as ScoringStrategyType)) errors.push(FieldError.notSupported("scoringStrategy.type", type, strategyTypes))
     const resources = parseResourceSpecs(s["resources"], "scoringStrategy.resources", errors)
@@ -177,7 +177,7 @@ export const parseArgs = (raw: unknown): Args | string => {
     let shape: ReadonlyArray<UtilizationShapePoint> = []
     if (type === "RequestedToCapacityRatio") {
       if (!hasRatio) errors.push(FieldError.required("scoringStrategy.requestedToCapacityRatio", "must be specified when type is RequestedToCapacityRatio"))
-      else shape = shapeOf(obj(ratio)["shape"], "scoringStrategy.requestedToCapacityRatio.shape", errors)
+      else shape = shapeOf(asObject(ratio)["shape"], "scoringStrategy.requestedToCapacityRatio.shape", errors)
     } else if (hasRatio) {
       errors.push(FieldError.forbidden("scoringStrategy.requestedToCapacityRatio", "must be nil when type is not RequestedToCapacityRatio"))
     }

@@ -11,8 +11,9 @@
 import type { CycleState, Factory, FilterPlugin, PreFilterPlugin, PreFilterResult, Status } from "../Framework.js"
 import { status, success } from "../Framework.js"
 import type { PodInfo } from "../Snapshot.js"
-import * as TaintToleration from "../TaintToleration.js"
+import * as TaintToleration from "../../matching/TaintToleration.js"
 import * as Signature from "../Signature.js"
+import { asObject } from "../../object/Json.js"
 
 /** The plugin's name in profiles and the registry. */
 export const name = "NodeUnschedulable"
@@ -28,11 +29,10 @@ const skip: PreFilterResult = { status: status("Skip") }
 const proceed: PreFilterResult = { status: success }
 const stateKey = `PreFilter${name}`
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
 
 /** Whether the pod tolerates the unschedulable taint. */
 export const toleratesUnschedulable = (pod: PodInfo): boolean =>
-  TaintToleration.tolerates(TaintToleration.tolerationsOf(obj(pod.pod["spec"])), unschedulableTaint)
+  TaintToleration.tolerates(TaintToleration.tolerationsOf(asObject(pod.pod["spec"])), unschedulableTaint)
 
 /** The plugin: PreFilter and Filter. */
 export const make = (): PreFilterPlugin & FilterPlugin => ({

@@ -22,7 +22,7 @@
  * generation outside the snapshot's, as preemption builds them) and recounts that node's pods
  * against the snapshot's, to the same effect.
  */
-import type { JsonObject } from "../../controllers/Informer.js"
+import type { JsonObject } from "../../informer/Informer.js"
 import * as LabelSelector from "../../model/LabelSelector.js"
 import type {
   Factory,
@@ -35,9 +35,10 @@ import type {
   Status
 } from "../Framework.js"
 import { MaxScore, status, success } from "../Framework.js"
-import { matchesNodeSelectorAndAffinity } from "../NodeAffinity.js"
+import { matchesNodeSelectorAndAffinity } from "../../matching/NodeAffinity.js"
 import type { NodeInfo, PodInfo, Snapshot } from "../Snapshot.js"
-import { tolerationsOf, untoleratedTaint } from "../TaintToleration.js"
+import { tolerationsOf, untoleratedTaint } from "../../matching/TaintToleration.js"
+import { asArray, asObject, asString } from "../../object/Json.js"
 
 /** The plugin's name in profiles (upstream's). */
 export const name = "PodTopologySpread"
@@ -54,9 +55,6 @@ export const reasonConstraintsNotMatch = "node(s) didn't match pod topology spre
 /** Filter's reason when the node lacks a constraint's topology key. */
 export const reasonMissingLabel = `${reasonConstraintsNotMatch} (missing required label)`
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
-const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
-const str = (v: unknown): string => (typeof v === "string" ? v : "")
 const hasOwn = Object.prototype.hasOwnProperty
 
 /**
@@ -360,7 +358,7 @@ const positiveInt = (v: unknown, fallback: number): number => (typeof v === "num
 /** One constraint of `action`, its selector merged with the pod's values for `matchLabelKeys`. */
 const parseConstraint = (c: Record<string, unknown>, pod: PodInfo, selector: LabelSelector.LabelSelector | undefined): Constraint => {
   let merged = selector
-  const keys = arr(c["matchLabelKeys"]).map(str)
+  const keys = asArray(c["matchLabelKeys"]).map(asString)
   if (merged !== undefined && keys.length > 0) {
     const extra: Array<LabelSelector.Requirement> = []
     for (const k of keys) {
@@ -371,7 +369,7 @@ const parseConstraint = (c: Record<string, unknown>, pod: PodInfo, selector: Lab
   }
   return {
     maxSkew: positiveInt(c["maxSkew"], 1),
-    topologyKey: str(c["topologyKey"]),
+    topologyKey: asString(c["topologyKey"]),
     minDomains: positiveInt(c["minDomains"], 1),
     honorAffinity: c["nodeAffinityPolicy"] !== "Ignore",
     honorTaints: c["nodeTaintsPolicy"] === "Honor",
@@ -394,14 +392,14 @@ const defaultOwnerKinds = new Set(["ReplicaSet", "ReplicationController", "State
  * every sibling carries its template's labels, which include the owner's selector.
  */
 export const ownerLabelsSelector = (pod: PodInfo): LabelSelector.LabelSelector | undefined => {
-  const owner = arr(obj(pod.pod["metadata"])["ownerReferences"]).map(obj).find((r) => r["controller"] === true)
-  if (owner === undefined || !defaultOwnerKinds.has(str(owner["kind"]))) return undefined
+  const owner = asArray(asObject(pod.pod["metadata"])["ownerReferences"]).map(asObject).find((r) => r["controller"] === true)
+  if (owner === undefined || !defaultOwnerKinds.has(asString(owner["kind"]))) return undefined
   const matchLabels: Record<string, string> = {}
   for (const [k, v] of Object.entries(pod.labels)) if (!perPodLabels.has(k)) matchLabels[k] = v
   return { matchLabels }
 }
 
-const podSpec = (pod: PodInfo): Record<string, unknown> => obj(pod.pod["spec"])
+const podSpec = (pod: PodInfo): Record<string, unknown> => asObject(pod.pod["spec"])
 
 const isTerminating = (p: PodInfo): boolean => {
   const m = p.pod["metadata"] as Record<string, unknown> | undefined
@@ -430,7 +428,7 @@ const doNotScheduleTaint = (t: { readonly effect?: unknown }): boolean => t.effe
 /** The counts for constraint `c` of `pod`, over nodes that have all `keys`. */
 const countsFor = (cache: TopologyCountsCache, snapshot: Snapshot, pod: PodInfo, c: Constraint, keys: ReadonlyArray<string>): TopologyCounts => {
   const spec = podSpec(pod)
-  const affinity = c.honorAffinity ? JSON.stringify([spec["nodeSelector"], obj(obj(spec["affinity"])["nodeAffinity"])["requiredDuringSchedulingIgnoredDuringExecution"]]) : "-"
+  const affinity = c.honorAffinity ? JSON.stringify([spec["nodeSelector"], asObject(asObject(spec["affinity"])["nodeAffinity"])["requiredDuringSchedulingIgnoredDuringExecution"]]) : "-"
   const tolerations = c.honorTaints ? JSON.stringify(spec["tolerations"] ?? []) : "-"
   const signature = [pod.namespace, c.selectorKey, c.topologyKey, keys.join("\n"), affinity, tolerations].join("\u0000")
   return cache.counts(signature, snapshot, () => {
@@ -510,7 +508,7 @@ const make = (
   const cache = new TopologyCountsCache()
 
   const constraintsOf = (pod: PodInfo, action: Action): ReadonlyArray<Constraint> => {
-    const own = arr(podSpec(pod)["topologySpreadConstraints"]).map(obj)
+    const own = asArray(podSpec(pod)["topologySpreadConstraints"]).map(asObject)
     if (own.length > 0) return own.filter((c) => c["whenUnsatisfiable"] === action).map((c) => parseConstraint(c, pod, selectorOf(c["labelSelector"])))
     const wanted = defaults.filter((c) => c["whenUnsatisfiable"] === action)
     if (wanted.length === 0) return []
@@ -587,7 +585,7 @@ const make = (
       counter.sync(scope)
       // Only explicit (or List-defaulted) constraints require every key: with System defaults a
       // node without a zone label is still spread by hostname.
-      const requireAll = arr(podSpec(pod)["topologySpreadConstraints"]).length > 0 || !systemDefaulted
+      const requireAll = asArray(podSpec(pod)["topologySpreadConstraints"]).length > 0 || !systemDefaulted
       const keys = requireAll ? constraints.map((c) => c.topologyKey) : []
       const ignored = new Set<string>()
       const domains = constraints.map(() => new Set<string>())
@@ -655,7 +653,7 @@ const normalize = (s: PreScoreState | undefined, scores: Array<NodeScore>): void
 const validateDefault = (c: Record<string, unknown>, i: number): string | undefined => {
   const at = `defaultConstraints[${i}]`
   if (!(typeof c["maxSkew"] === "number" && Number.isInteger(c["maxSkew"]) && c["maxSkew"] > 0)) return `${at}.maxSkew: Invalid value: ${JSON.stringify(c["maxSkew"])}: must be greater than zero`
-  if (str(c["topologyKey"]) === "") return `${at}.topologyKey: Required value: can not be empty`
+  if (asString(c["topologyKey"]) === "") return `${at}.topologyKey: Required value: can not be empty`
   if (c["whenUnsatisfiable"] !== "DoNotSchedule" && c["whenUnsatisfiable"] !== "ScheduleAnyway") {
     return `${at}.whenUnsatisfiable: Unsupported value: ${JSON.stringify(c["whenUnsatisfiable"])}: supported values: "DoNotSchedule", "ScheduleAnyway"`
   }
@@ -668,16 +666,16 @@ const validateDefault = (c: Record<string, unknown>, i: number): string | undefi
  * `defaultConstraints`. Handle: optional `defaultSelector(pod)` (see the file header).
  */
 export const factory: Factory = (args, handle) => {
-  const a = obj(args) as Args & Record<string, unknown>
+  const a = asObject(args) as Args & Record<string, unknown>
   const type = a.defaultingType ?? "System"
   if (type !== "System" && type !== "List") return `defaultingType: Unsupported value: ${JSON.stringify(type)}: supported values: "List", "System"`
-  const given = arr(a.defaultConstraints).map(obj)
+  const given = asArray(a.defaultConstraints).map(asObject)
   if (type === "System" && given.length > 0) return `defaultConstraints: Invalid value: when .defaultingType is "System", .defaultConstraints must be empty`
   for (let i = 0; i < given.length; i++) {
     const bad = validateDefault(given[i]!, i)
     if (bad !== undefined) return bad
   }
-  const seen = new Set(given.map((c) => `${str(c["topologyKey"])}/${str(c["whenUnsatisfiable"])}`))
+  const seen = new Set(given.map((c) => `${asString(c["topologyKey"])}/${asString(c["whenUnsatisfiable"])}`))
   if (seen.size < given.length) return `defaultConstraints: Duplicate value: a topologyKey and whenUnsatisfiable pair may appear once`
   const lookup = (handle as SpreadHandle).defaultSelector ?? ownerLabelsSelector
   return make(type === "System" ? systemDefaults : given, type === "System", lookup)

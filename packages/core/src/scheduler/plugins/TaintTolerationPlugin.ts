@@ -15,9 +15,10 @@
 import type { CycleState, Factory, FilterPlugin, PreFilterPlugin, PreScorePlugin, ScorePlugin, Status } from "../Framework.js"
 import { MaxScore, status, success } from "../Framework.js"
 import type { PodInfo } from "../Snapshot.js"
-import * as TaintToleration from "../TaintToleration.js"
+import * as TaintToleration from "../../matching/TaintToleration.js"
 import { defaultNormalizeScore } from "./NodeAffinityPlugin.js"
 import * as Signature from "../Signature.js"
+import { asObject, asString } from "../../object/Json.js"
 
 /** The plugin's name in profiles and the registry. */
 export const name = "TaintToleration"
@@ -25,17 +26,15 @@ export const name = "TaintToleration"
 const preFilterKey = `PreFilter${name}`
 const preScoreKey = `PreScore${name}`
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
-const str = (v: unknown): string => (typeof v === "string" ? v : "")
 
 /** The pod's tolerations. */
-const tolerationsOf = (pod: PodInfo): ReadonlyArray<TaintToleration.TolerationLike> => TaintToleration.tolerationsOf(obj(pod.pod["spec"]))
+const tolerationsOf = (pod: PodInfo): ReadonlyArray<TaintToleration.TolerationLike> => TaintToleration.tolerationsOf(asObject(pod.pod["spec"]))
 
 /** Whether a taint keeps pods off the node (upstream's `DoNotScheduleTaintsFilterFunc`). */
 const doNotSchedule = (taint: TaintToleration.TaintLike): boolean => taint.effect === "NoSchedule" || taint.effect === "NoExecute"
 
 /** Upstream's reason for a node with an untolerated taint: `node(s) had untolerated taint {key: value}`. */
-export const reason = (taint: TaintToleration.TaintLike): string => `node(s) had untolerated taint {${str(taint.key)}: ${str(taint.value)}}`
+export const reason = (taint: TaintToleration.TaintLike): string => `node(s) had untolerated taint {${asString(taint.key)}: ${asString(taint.value)}}`
 
 // A node's taint objects live as long as the node does, so one verdict per taint object is
 // built once and reused on every cycle that hits it: the rejecting path allocates nothing either.
@@ -83,7 +82,7 @@ export const countIntolerablePreferNoSchedule = (
 
 /** The tolerations that can tolerate a `PreferNoSchedule` taint (that effect, or every effect). */
 const preferNoScheduleTolerations = (pod: PodInfo): ReadonlyArray<TaintToleration.TolerationLike> =>
-  tolerationsOf(pod).filter((t) => str(t.effect) === "" || t.effect === "PreferNoSchedule")
+  tolerationsOf(pod).filter((t) => asString(t.effect) === "" || t.effect === "PreferNoSchedule")
 
 /** The plugin: PreFilter, Filter, PreScore, Score (+ normalize). */
 export const make = (): PreFilterPlugin & FilterPlugin & PreScorePlugin & ScorePlugin => ({

@@ -22,13 +22,14 @@
  * Available. No dynamic provisioning, no storage capacity scoring, no ephemeral volume creation
  * (an ephemeral volume's claim `<pod>-<volume>` must exist and be owned by the pod).
  */
-import type { JsonObject } from "../../controllers/Informer.js"
+import type { JsonObject } from "../../informer/Informer.js"
 import * as LabelSelector from "../../model/LabelSelector.js"
 import * as Quantity from "../../model/Quantity.js"
 import type { CycleState, Factory, FilterPlugin, Handle, PreFilterPlugin, ReservePlugin, Status } from "../Framework.js"
 import { status, success } from "../Framework.js"
-import { matchesNodeSelectorTerms } from "../NodeAffinity.js"
+import { matchesNodeSelectorTerms } from "../../matching/NodeAffinity.js"
 import type { NodeInfo, Snapshot } from "../Snapshot.js"
+import { asArray, asObject, asString } from "../../object/Json.js"
 
 /** The plugin's name in profiles (upstream's). */
 export const name = "VolumeBinding"
@@ -75,14 +76,11 @@ export interface Binding {
   readonly volume: string
 }
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
-const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
-const str = (v: unknown): string => (typeof v === "string" ? v : "")
 const hasOwn = Object.prototype.hasOwnProperty
-const meta = (o: JsonObject) => obj(o["metadata"])
+const meta = (o: JsonObject) => asObject(o["metadata"])
 const isDeleting = (o: JsonObject) => meta(o)["deletionTimestamp"] !== undefined && meta(o)["deletionTimestamp"] !== null
 const classAnnotation = "volume.beta.kubernetes.io/storage-class"
-const classOf = (o: JsonObject): string => str(obj(o["spec"])["storageClassName"]) || str(obj(meta(o)["annotations"])[classAnnotation])
+const classOf = (o: JsonObject): string => asString(asObject(o["spec"])["storageClassName"]) || asString(asObject(meta(o)["annotations"])[classAnnotation])
 
 const storageNanos = (v: unknown): bigint | undefined => {
   if (typeof v !== "string" && typeof v !== "number") return undefined
@@ -148,17 +146,17 @@ const filterVerdicts: ReadonlyArray<Status> = Array.from({ length: 8 }, (_, bits
  */
 const indexEntries = (required: Record<string, unknown> | undefined): { readonly key: string; readonly values: ReadonlyArray<string> } | undefined => {
   if (required === undefined) return undefined
-  const terms = arr(required["nodeSelectorTerms"])
+  const terms = asArray(required["nodeSelectorTerms"])
   if (terms.length !== 1) return undefined
-  const term = obj(terms[0])
+  const term = asObject(terms[0])
   for (const [field, key] of [
     ["matchFields", nameField],
     ["matchExpressions", undefined]
   ] as const) {
-    for (const r of arr(term[field]).map(obj)) {
-      const values = arr(r["values"]).map(str)
+    for (const r of asArray(term[field]).map(asObject)) {
+      const values = asArray(r["values"]).map(asString)
       if (r["operator"] === "In" && values.length > 0) {
-        if (key === undefined) return { key: str(r["key"]), values }
+        if (key === undefined) return { key: asString(r["key"]), values }
         if (r["key"] === "metadata.name") return { key, values }
       }
     }
@@ -167,8 +165,8 @@ const indexEntries = (required: Record<string, unknown> | undefined): { readonly
 }
 
 const affinityOf = (pv: JsonObject): Record<string, unknown> | undefined => {
-  const required = obj(obj(pv["spec"])["nodeAffinity"])["required"]
-  return required === undefined || required === null ? undefined : obj(required)
+  const required = asObject(asObject(pv["spec"])["nodeAffinity"])["required"]
+  return required === undefined || required === null ? undefined : asObject(required)
 }
 
 const allows = (c: Candidate, node: NodeInfo): boolean => c.required === undefined || matchesNodeSelectorTerms(c.required, node.node)
@@ -235,14 +233,14 @@ const make = (lookup: VolumeLookup | undefined, waitForFirstConsumer: ReadonlySe
 
   const candidatesFor = (claim: JsonObject, claimKey: string, volumes: ReadonlyArray<JsonObject>): Delayed => {
     const m = meta(claim)
-    const spec = obj(claim["spec"])
-    const namespace = str(m["namespace"])
-    const claimName = str(m["name"])
-    const uid = str(m["uid"])
-    const size = storageNanos(obj(obj(spec["resources"])["requests"])["storage"]) ?? 0n
+    const spec = asObject(claim["spec"])
+    const namespace = asString(m["namespace"])
+    const claimName = asString(m["name"])
+    const uid = asString(m["uid"])
+    const size = storageNanos(asObject(asObject(spec["resources"])["requests"])["storage"]) ?? 0n
     const cls = classOf(claim)
-    const modes = arr(spec["accessModes"]).map(str)
-    const mode = str(spec["volumeMode"]) || "Filesystem"
+    const modes = asArray(spec["accessModes"]).map(asString)
+    const mode = asString(spec["volumeMode"]) || "Filesystem"
     const rawSelector = spec["selector"]
     const selector = rawSelector === undefined || rawSelector === null ? LabelSelector.everything : LabelSelector.compile(rawSelector as LabelSelector.LabelSelector)
     let prebound: Candidate | undefined
@@ -250,22 +248,22 @@ const make = (lookup: VolumeLookup | undefined, waitForFirstConsumer: ReadonlySe
     const indexed = new Map<string, Map<string, Array<Candidate>>>()
     volumes.forEach((pv, index) => {
       if (isDeleting(pv)) return
-      const pvSpec = obj(pv["spec"])
+      const pvSpec = asObject(pv["spec"])
       const ref = pvSpec["claimRef"]
-      const pvName = str(meta(pv)["name"])
-      const candidate = (): Candidate => ({ name: pvName, size: storageNanos(obj(pvSpec["capacity"])["storage"]) ?? 0n, index, required: affinityOf(pv) })
+      const pvName = asString(meta(pv)["name"])
+      const candidate = (): Candidate => ({ name: pvName, size: storageNanos(asObject(pvSpec["capacity"])["storage"]) ?? 0n, index, required: affinityOf(pv) })
       if (ref !== undefined && ref !== null) {
-        const r = obj(ref)
-        const mine = str(r["namespace"]) === namespace && str(r["name"]) === claimName && (str(r["uid"]) === "" || str(r["uid"]) === uid)
+        const r = asObject(ref)
+        const mine = asString(r["namespace"]) === namespace && asString(r["name"]) === claimName && (asString(r["uid"]) === "" || asString(r["uid"]) === uid)
         if (mine && prebound === undefined) prebound = candidate()
         return
       }
-      const phase = str(obj(pv["status"])["phase"])
+      const phase = asString(asObject(pv["status"])["phase"])
       if (phase !== "Available" && phase !== "Pending" && phase !== "") return
       const holder = assumed.get(pvName)
       if (holder !== undefined && holder !== claimKey) return
-      if (classOf(pv) !== cls || (str(pvSpec["volumeMode"]) || "Filesystem") !== mode) return
-      if (!selector(obj(meta(pv)["labels"]) as Record<string, string>) || !accessModesFit(modes, arr(pvSpec["accessModes"]).map(str))) return
+      if (classOf(pv) !== cls || (asString(pvSpec["volumeMode"]) || "Filesystem") !== mode) return
+      if (!selector(asObject(meta(pv)["labels"]) as Record<string, string>) || !accessModesFit(modes, asArray(pvSpec["accessModes"]).map(asString))) return
       const c = candidate()
       if (c.size < size) return
       const entries = indexEntries(c.required)
@@ -290,22 +288,22 @@ const make = (lookup: VolumeLookup | undefined, waitForFirstConsumer: ReadonlySe
   return {
     name,
     preFilter: (state, pod, snapshot) => {
-      const spec = obj(pod.pod["spec"])
+      const spec = asObject(pod.pod["spec"])
       const names: Array<{ readonly claim: string; readonly ephemeral: boolean }> = []
-      for (const v of arr(spec["volumes"]).map(obj)) {
-        const pvc = str(obj(v["persistentVolumeClaim"])["claimName"])
+      for (const v of asArray(spec["volumes"]).map(asObject)) {
+        const pvc = asString(asObject(v["persistentVolumeClaim"])["claimName"])
         if (pvc !== "") names.push({ claim: pvc, ephemeral: false })
-        else if (v["ephemeral"] !== undefined && v["ephemeral"] !== null) names.push({ claim: `${pod.name}-${str(v["name"])}`, ephemeral: true })
+        else if (v["ephemeral"] !== undefined && v["ephemeral"] !== null) names.push({ claim: `${pod.name}-${asString(v["name"])}`, ephemeral: true })
       }
       // No claims, or no way to read them (no lookup wired): nothing to check.
       if (names.length === 0 || lookup === undefined) return { status: skip }
       const volumes = lookup.volumes()
       const byName = new Map<string, JsonObject>()
-      for (const pv of volumes) byName.set(str(meta(pv)["name"]), pv)
+      for (const pv of volumes) byName.set(asString(meta(pv)["name"]), pv)
       // Volumes whose binding has landed (claimRef written) or that are gone need no holding.
       for (const pvName of [...assumed.keys()]) {
         const pv = byName.get(pvName)
-        const ref = pv === undefined ? undefined : obj(pv["spec"])["claimRef"]
+        const ref = pv === undefined ? undefined : asObject(pv["spec"])["claimRef"]
         if (pv === undefined || (ref !== undefined && ref !== null)) assumed.delete(pvName)
       }
       const bound: Array<Record<string, unknown> | undefined | null> = []
@@ -319,12 +317,12 @@ const make = (lookup: VolumeLookup | undefined, waitForFirstConsumer: ReadonlySe
         if (claim === undefined) return { status: status("UnschedulableAndUnresolvable", `persistentvolumeclaim "${claimName}" not found`) }
         if (isDeleting(claim)) return { status: status("UnschedulableAndUnresolvable", `persistentvolumeclaim "${claimName}" is being deleted`) }
         if (ephemeral) {
-          const owner = arr(meta(claim)["ownerReferences"]).map(obj).find((r) => r["controller"] === true)
-          if (owner === undefined || str(owner["uid"]) !== pod.uid) {
+          const owner = asArray(meta(claim)["ownerReferences"]).map(asObject).find((r) => r["controller"] === true)
+          if (owner === undefined || asString(owner["uid"]) !== pod.uid) {
             return { status: status("UnschedulableAndUnresolvable", `PVC ${pod.namespace}/${claimName} was not created for pod ${pod.namespace}/${pod.name} (pod is not owner)`) }
           }
         }
-        const volumeName = str(obj(claim["spec"])["volumeName"])
+        const volumeName = asString(asObject(claim["spec"])["volumeName"])
         if (volumeName !== "") {
           const pv = byName.get(volumeName)
           bound.push(pv === undefined ? null : affinityOf(pv))
@@ -392,7 +390,7 @@ export const bindings = (state: CycleState): ReadonlyArray<Binding> => state.rea
  * class names (used while the lookup knows no StorageClass).
  */
 export const factory: Factory = (args, handle) => {
-  const a = obj(args)
+  const a = asObject(args)
   const wffc = a["waitForFirstConsumer"] ?? []
   if (!Array.isArray(wffc) || !wffc.every((c) => typeof c === "string")) return `waitForFirstConsumer: Invalid value: ${JSON.stringify(wffc)}: must be a list of StorageClass names`
   const fromArgs = typeof a["volumes"] === "object" && a["volumes"] !== null ? (a["volumes"] as VolumeLookup) : undefined

@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { CycleState, status, success, type Handle } from "../../../src/scheduler/Framework.js"
 import * as DefaultBinder from "../../../src/scheduler/plugins/DefaultBinder.js"
-import type { JsonObject } from "../../../src/controllers/Informer.js"
+import type { JsonObject } from "../../../src/informer/Informer.js"
 import { pod } from "./fixtures.js"
 
 describe("DefaultBinder", () => {
