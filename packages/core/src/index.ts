@@ -106,6 +106,7 @@ export * as AdmissionPlugins from "./admission/index.js"
 // Objects: the JSON every layer shares, metadata, conditions, pod rules and resource references
 export * as Conditions from "./object/Conditions.js"
 export * as Json from "./object/Json.js"
+export * as Views from "./object/Views.js"
 export * as Metadata from "./object/Metadata.js"
 export * as Pods from "./object/Pods.js"
 export * as ResourceRefs from "./object/ResourceRefs.js"
