@@ -29,7 +29,7 @@ import { Session } from "node:inspector/promises"
 import { loadavg } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import * as HeapGrowth from "../src/observability/HeapGrowth.js"
+import * as HeapGrowth from "../src/v8/HeapGrowth.js"
 import * as BenchCluster from "./SchedulerBenchCluster.js"
 
 type JsonObject = Client.JsonObject

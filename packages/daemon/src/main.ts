@@ -2,10 +2,10 @@
 /**
  * `koder-fleet`: the process entry point. Parses the role and hands over to its wiring.
  */
-import * as EventLoopScheduler from "./internal/EventLoopScheduler.js"
-import * as HeapGrowth from "./observability/HeapGrowth.js"
-import * as BaselineTier from "./observability/BaselineTier.js"
-import * as InliningBudget from "./observability/InliningBudget.js"
+import * as EventLoopScheduler from "./v8/EventLoopScheduler.js"
+import * as HeapGrowth from "./v8/HeapGrowth.js"
+import * as BaselineTier from "./v8/BaselineTier.js"
+import * as InliningBudget from "./v8/InliningBudget.js"
 import * as Logging from "./observability/Logging.js"
 import * as Roles from "./Roles.js"
 import * as Shutdown from "./Shutdown.js"

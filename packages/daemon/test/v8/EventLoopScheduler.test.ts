@@ -1,6 +1,6 @@
 import { Effect, Fiber } from "effect"
 import { describe, expect, it } from "vitest"
-import * as EventLoopScheduler from "../../src/internal/EventLoopScheduler.js"
+import * as EventLoopScheduler from "../../src/v8/EventLoopScheduler.js"
 
 /** Fiber work that never waits on I/O: it only yields to the scheduler. */
 const busy = (until: () => boolean) =>

@@ -4,13 +4,11 @@
  * on the calling thread, with no optimization and next to no compile time; its code does what the
  * bytecode does without the interpreter's dispatch of each instruction.
  *
- * A fresh `koder-fleet dev` meets its first burst of work (100 pods at once) with nearly all of its
- * code cold: the API pipeline, Effect's runtime, the agent and the box each run a few hundred times
- * in that burst, mostly interpreted, while TurboFan (see InliningBudget) has yet to pick them up.
- * `--always-sparkplug` in dev, on a 2-core VM: in 18 interleaved pairs of runs (7 of them with the
- * flag set as here, at start), the first burst's p99 was lower in 14 (median 787 against 856 ms)
- * and the machine's CPU per burst in 10 (median 3.45 s against 3.57 s); dev's resident memory at
- * rest grows by the baseline code, 235 to 250 MiB.
+ * A fresh `koder-fleet dev` meets its first burst of work with nearly all of its code cold: the API
+ * pipeline, Effect's runtime, the agent and the box each run a few hundred times in that burst,
+ * mostly interpreted, while TurboFan (see InliningBudget) has yet to pick them up. Compiling them
+ * at once makes that first burst faster for a little more memory at rest (the measurements:
+ * docs/performance.md, "V8: Sparkplug at first call").
  *
  * dev turns it on; the other roles keep V8's tiering, whose hot paths have hours to warm up.
  * `FLEET_V8_ALWAYS_SPARKPLUG=1` (or `0`) turns it on (off) for any role. V8 reads the flag when it

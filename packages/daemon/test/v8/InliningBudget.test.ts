@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import * as InliningBudget from "../../src/observability/InliningBudget.js"
+import * as InliningBudget from "../../src/v8/InliningBudget.js"
 
 describe("InliningBudget.settingFrom (FLEET_V8_INLINING_BUDGET)", () => {
   const cases: ReadonlyArray<readonly [string | undefined, string | undefined, InliningBudget.Setting]> = [

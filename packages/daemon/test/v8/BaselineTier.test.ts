@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import * as BaselineTier from "../../src/observability/BaselineTier.js"
+import * as BaselineTier from "../../src/v8/BaselineTier.js"
 
 describe("BaselineTier.settingFrom (FLEET_V8_ALWAYS_SPARKPLUG)", () => {
   const cases: ReadonlyArray<readonly [string | undefined, string | undefined, boolean]> = [

@@ -1,16 +1,16 @@
 /**
  * How far the JavaScript heap may grow past what was live at the last full collection before the
- * next one. V8 sizes that by the machine's memory, up to about 4× the live heap on a large host:
- * a control plane whose live heap is 400 MB (5,000 nodes, 50,000 pods) then peaks near 2 GB of
- * RSS, almost all of it garbage that survived a young-generation collection or two on its way
- * through a request. Fleet caps the growth at 2× by default: that peak falls to about 1.3 GB for
- * a throughput cost within the benchmark's noise (one run each: 1,665 against 1,718 pods/s).
+ * next one. V8 sizes that by the machine's memory, up to several times the live heap on a large
+ * host, and a control plane's heap is then mostly garbage that survived a young-generation
+ * collection or two on its way through a request. Fleet caps the growth at 2× by default: the
+ * peak RSS falls by about a third for a throughput cost within the benchmark's noise (the
+ * measurements: docs/performance.md, "V8: heap growth cap").
  *
  * `FLEET_HEAP_GROWTH_PERCENT` changes the cap (0: V8's own sizing). V8 reads the setting at each
  * full collection, so it applies from the process's first one on.
  */
 import { setFlagsFromString } from "node:v8"
-import * as V8Setting from "../internal/v8Setting.js"
+import * as V8Setting from "./V8Setting.js"
 
 /** The default cap: the heap may grow to twice its live size (100% more). */
 export const DefaultPercent = 100

@@ -4,22 +4,20 @@
  *
  * A time slice: Effect's default drains queued fiber work in microtasks, up to 2,048 drains in a
  * row, before it lets the event loop run, so under a burst of work a server answered no socket for
- * 50–150 ms at a time (timers measured it in `koder-fleet dev`): the TLS handshakes of a client's
- * new connections finished about 100 ms apart, one per stall, and a burst's first creates waited
- * on them. This one runs fiber work for at most `sliceMs`, then yields to the event loop
- * (setImmediate: after pending I/O, without a timer's millisecond) and goes on. It keeps one queue
- * per priority for every fiber, as Effect's did before 3.20 (which keeps one per fiber). In the
- * agent benchmark (a 2-core VM, 14 interleaved pairs against Effect's default with slices of
- * 2–20 ms), the burst's p99 was lower in 11 and the create call's p99 fell from 630–970 ms to
- * 460–570 ms with a 10 ms slice; the main thread's CPU per burst was within the noise or higher.
+ * tens of milliseconds at a time, and the TLS handshakes of a client's new connections, one per
+ * stall, held up the burst's first requests. This one runs fiber work for at most `sliceMs`, then
+ * yields to the event loop (setImmediate: after pending I/O, without a timer's millisecond) and
+ * goes on. It keeps one queue per priority for every fiber, as Effect's did before 3.20 (which
+ * keeps one per fiber).
  *
  * Priorities: the API runs the cluster's own requests (nodes' status writes, the scheduler's
  * bindings) at `FlowControl.systemSchedulingPriority`, and their steps run before the users'
  * creates queued beside them, in this slice or the next. Effect's default drains every queued task
- * at once, whatever its priority, so on one thread the work that finishes a burst's pods took
- * turns with the creates that add more. With priorities kept, in 5 interleaved pairs of the agent
- * benchmark, the burst's p50 was lower in 5 (mean 347 against 470 ms) and its p99 in 4 (mean 621
- * against 696 ms).
+ * at once, whatever its priority, so on one thread the work that finishes a burst's pods would take
+ * turns with the creates that add more.
+ *
+ * Both shortened the agent benchmark's bursts (the measurements: docs/performance.md, "The fiber
+ * scheduler: time slices and priorities").
  */
 import { Scheduler } from "effect"
 

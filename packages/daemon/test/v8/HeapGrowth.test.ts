@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import * as HeapGrowth from "../../src/observability/HeapGrowth.js"
+import * as HeapGrowth from "../../src/v8/HeapGrowth.js"
 
 describe("HeapGrowth.percentFrom (FLEET_HEAP_GROWTH_PERCENT)", () => {
   const cases: ReadonlyArray<readonly [string | undefined, number | undefined]> = [

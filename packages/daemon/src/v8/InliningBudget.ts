@@ -1,27 +1,22 @@
 /**
  * How much TurboFan, V8's optimizing compiler, may inline into one function it optimizes. A Fleet
  * process runs a large body of code (Effect's runtime, the API pipeline, the agent and the box)
- * that turns hot piece by piece: under bursts of work, `koder-fleet dev` optimized about 1,400
- * functions, most in its first 20 seconds, and V8's helper threads took 420–720 ms of CPU per
- * burst of 100 pod starts (about a sixth of a 2-core machine; perf: four fifths of it compiling),
- * in competition with the work itself. Deep Effect call chains make large inlined graphs that cost
- * much to compile and gain little.
+ * that turns hot piece by piece, most of it in a fresh process's first bursts of work, and V8's
+ * helper threads compile it in competition with the work itself. Deep Effect call chains make
+ * large inlined graphs that cost much to compile and gain little.
  *
  * `koder-fleet dev`, where the compiler competes with the workloads for the same host, turns
- * TurboFan's inlining off. It first lowered V8's cumulative budget (920 bytes of bytecode) to 250:
- * two interleaved A/Bs of 3–4 runs a side on a 2-core VM measured V8's helper threads at 30% and
- * 12% less CPU and the first burst's p99 about 20% and 8% lower. Turning inlining off went further:
- * in 7 interleaved pairs against the budget of 250 (a slower 2-core VM), V8's helper threads used
- * 40–320 ms less CPU per burst in all 7 and the burst's p99 was lower in 5; a main thread's CPU
- * per burst stayed within the noise. The other roles keep V8's inlining until the API and
- * scheduler benchmarks say otherwise: their hot loops run for hours, not for a burst.
+ * TurboFan's inlining off: a lower cumulative budget already saved compiler CPU and shortened the
+ * first burst, and no inlining saved more (the measurements: docs/performance.md, "V8: TurboFan
+ * inlining"). The other roles keep V8's inlining until the API and scheduler benchmarks say
+ * otherwise: their hot loops run for hours, not for a burst.
  *
  * `FLEET_V8_INLINING_BUDGET` sets a cumulative budget in bytes for any role, inlining on (0: V8's
  * own budget). TurboFan reads these flags at each compile, so they apply from the process's first
  * optimization on, and to every thread.
  */
 import { setFlagsFromString } from "node:v8"
-import * as V8Setting from "../internal/v8Setting.js"
+import * as V8Setting from "./V8Setting.js"
 
 /** A role's inlining: off, a cumulative budget (bytes of bytecode inlined into one optimized function), or V8's own (undefined). */
 export type Setting = "off" | number | undefined
