@@ -20,6 +20,12 @@ export const asArray = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v)
 /** `v` when it is a string, else "". */
 export const asString = (v: unknown): string => (typeof v === "string" ? v : "")
 
+/** `v` when it is a finite number, else undefined. */
+export const asFiniteNumber = (v: unknown): number | undefined => (typeof v === "number" && Number.isFinite(v) ? v : undefined)
+
+/** The strings of `v` when it is an array (other elements dropped), else []. */
+export const asStrings = (v: unknown): ReadonlyArray<string> => asArray(v).filter((s): s is string => typeof s === "string")
+
 /** A string-valued map (labels, annotations, selectors), keeping only its string entries' keys. */
 export const asStringMap = (v: unknown): Readonly<Record<string, string>> => asObject(v) as Readonly<Record<string, string>> // values were schema-checked as strings when written
 

@@ -4,7 +4,7 @@
  * controlling owner, deletion, and the `namespace/name` key work queues carry. Absent parts read
  * as empty ("" or {}), never as undefined, so callers compare without guarding.
  */
-import { asArray, asObject, asString, asStringMap, type JsonObject } from "./Json.js"
+import { asArray, asFiniteNumber, asObject, asString, asStringMap, asStrings, type JsonObject } from "./Json.js"
 
 /** An owner reference as it appears in `metadata.ownerReferences` (a type, not an interface, so it reads as a JSON object too). */
 export type OwnerReference = {
@@ -25,11 +25,29 @@ export const nameOf = (o: JsonObject): string => asString(metadataOf(o)["name"])
 /** `metadata.namespace` ("" for cluster-scoped objects). */
 export const namespaceOf = (o: JsonObject): string => asString(metadataOf(o)["namespace"])
 
+/**
+ * `metadata.namespace`, or undefined when absent: the form the client and informers take, where
+ * undefined means "cluster-scoped" or "every namespace" and "" would name no namespace at all.
+ */
+export const namespaceOrUndefined = (o: JsonObject): string | undefined => {
+  const ns = metadataOf(o)["namespace"]
+  return typeof ns === "string" ? ns : undefined
+}
+
 /** `metadata.uid` ("" before the server assigned one). */
 export const uidOf = (o: JsonObject): string => asString(metadataOf(o)["uid"])
 
 /** `metadata.resourceVersion` ("" when absent). */
 export const resourceVersionOf = (o: JsonObject): string => asString(metadataOf(o)["resourceVersion"])
+
+/** `metadata.generation` (0 when absent). */
+export const generationOf = (o: JsonObject): number => asFiniteNumber(metadataOf(o)["generation"]) ?? 0
+
+/** `metadata.creationTimestamp` in milliseconds since the epoch (undefined when absent or unreadable). */
+export const creationMs = (o: JsonObject): number | undefined => timeMs(metadataOf(o)["creationTimestamp"])
+
+/** `metadata.finalizers` ([] when absent). */
+export const finalizersOf = (o: JsonObject): ReadonlyArray<string> => asStrings(metadataOf(o)["finalizers"])
 
 /** `metadata.labels` ({} when absent). */
 export const labelsOf = (o: JsonObject): Readonly<Record<string, string>> => asStringMap(metadataOf(o)["labels"])

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest"
 import * as Deployment from "../../src/controllers/Deployment.js"
-import * as Rollout from "../../src/controllers/internal/Rollout.js"
+import * as Rollout from "../../src/controllers/internal/deployment/Rollout.js"
 import * as Pods from "../../src/object/Pods.js"
 
 const T0 = Date.parse("2024-05-01T10:00:00Z")

@@ -1,7 +1,7 @@
 /**
  * A Deployment rollout's view and arithmetic (upstream `pkg/controller/deployment/util` and the
- * scaling steps of `rolling.go`/`sync.go`), kept apart from Deployment.ts so that file reads as
- * upstream's sync: the Deployment's spec and status counts as the rollout reads them, the plan of
+ * scaling steps of `rolling.go`/`sync.go`), kept apart from the sync steps beside it so they read
+ * as upstream's: the Deployment's spec and status counts as the rollout reads them, the plan of
  * each ReplicaSet (its stored state and the size and annotations this sync gives it), the surge
  * and unavailability budgets resolved from ints or percentages, how far a new ReplicaSet may
  * grow, which old ReplicaSets shrink and by how much, how a scaling event spreads over
@@ -12,10 +12,10 @@
  * its newest size.
  */
 import { Either } from "effect"
-import * as IntOrString from "../../model/IntOrString.js"
-import type * as Conditions from "../../object/Conditions.js"
-import { type JsonObject, stableJson } from "../../object/Json.js"
-import { isTerminating, metadataOf, timeMs } from "../../object/Metadata.js"
+import * as IntOrString from "../../../model/IntOrString.js"
+import type * as Conditions from "../../../object/Conditions.js"
+import { asArray, asFiniteNumber, asObject, type JsonObject, stableJson } from "../../../object/Json.js"
+import { annotationsOf, creationMs, generationOf, isTerminating, nameOf, namespaceOrUndefined, uidOf } from "../../../object/Metadata.js"
 
 type Condition = Conditions.Condition
 
@@ -230,17 +230,9 @@ const noDeadline = 2147483647
 /** The label telling a Deployment's ReplicaSets (and their pods) apart. */
 export const PodTemplateHashLabel = "pod-template-hash"
 
-/** An object field as an object (empty when it is not one). */
-export const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
-/** A field as an array (empty when it is not one). */
-export const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
 /** A field as a finite number, else `fallback`. */
-export const num = (v: unknown, fallback = 0): number => (typeof v === "number" && Number.isFinite(v) ? v : fallback)
-/** `metadata.name`. */
-export const nameOf = (o: JsonObject): string => String(metadataOf(o)["name"] ?? "")
-/** `metadata.uid`. */
-export const uidOf = (o: JsonObject): string => String(metadataOf(o)["uid"] ?? "")
-const annotationsOf = (o: JsonObject) => ({ ...(obj(metadataOf(o)["annotations"]) as Record<string, string>) })
+const num = (v: unknown, fallback = 0): number => asFiniteNumber(v) ?? fallback
+
 /** A revision annotation's number (0 when absent or not a number). */
 export const parseRevision = (v: string | undefined): number => {
   const n = Number(v)
@@ -249,9 +241,9 @@ export const parseRevision = (v: string | undefined): number => {
 
 /** A template without the `pod-template-hash` label (what a Deployment's template is compared as). */
 const withoutHash = (template: unknown): unknown => {
-  const t = obj(template)
-  const m = obj(t["metadata"])
-  const { [PodTemplateHashLabel]: _hash, ...labels } = obj(m["labels"])
+  const t = asObject(template)
+  const m = asObject(t["metadata"])
+  const { [PodTemplateHashLabel]: _hash, ...labels } = asObject(m["labels"])
   return { ...t, metadata: { ...m, labels: Object.keys(labels).length > 0 ? labels : undefined } }
 }
 
@@ -281,15 +273,15 @@ export interface Planned extends Sized {
 
 /** The plan of a stored ReplicaSet, starting from what it is. */
 export const planned = (o: JsonObject): Planned => {
-  const s = obj(o["spec"])
-  const st = obj(o["status"])
-  const annotations = annotationsOf(o)
+  const s = asObject(o["spec"])
+  const st = asObject(o["status"])
+  const annotations = { ...annotationsOf(o) }
   return {
     object: o,
     exists: true,
     name: nameOf(o),
     uid: uidOf(o),
-    createdMs: timeMs(metadataOf(o)["creationTimestamp"]) ?? 0,
+    createdMs: creationMs(o) ?? 0,
     template: s["template"],
     storedReplicas: num(s["replicas"], 1),
     storedAnnotations: annotations,
@@ -297,10 +289,10 @@ export const planned = (o: JsonObject): Planned => {
     statusReplicas: num(st["replicas"]),
     ready: num(st["readyReplicas"]),
     available: num(st["availableReplicas"]),
-    generation: num(metadataOf(o)["generation"]),
+    generation: generationOf(o),
     observedGeneration: num(st["observedGeneration"]),
     deleting: isTerminating(o),
-    failure: (arr(st["conditions"]) as ReadonlyArray<Condition>).find((c) => c.type === "ReplicaFailure"),
+    failure: (asArray(st["conditions"]) as ReadonlyArray<Condition>).find((c) => c.type === "ReplicaFailure"),
     replicas: num(s["replicas"], 1),
     annotations: { ...annotations },
     minReadySeconds: num(s["minReadySeconds"]),
@@ -327,14 +319,14 @@ export interface Spec {
 
 /** A Deployment's spec as the rollout reads it. */
 export const specOf = (d: JsonObject): Spec => {
-  const s = obj(d["spec"])
-  const strategy = obj(s["strategy"])
-  const rolling = obj(strategy["rollingUpdate"])
+  const s = asObject(d["spec"])
+  const strategy = asObject(s["strategy"])
+  const rolling = asObject(strategy["rollingUpdate"])
   const type = String(strategy["type"] ?? "RollingUpdate")
   return {
     name: nameOf(d),
-    namespace: metadataOf(d)["namespace"] as string | undefined,
-    generation: num(metadataOf(d)["generation"]),
+    namespace: namespaceOrUndefined(d),
+    generation: generationOf(d),
     replicas: num(s["replicas"], 1),
     strategy: {
       type,
@@ -345,9 +337,9 @@ export const specOf = (d: JsonObject): Spec => {
     revisionHistoryLimit: typeof s["revisionHistoryLimit"] === "number" ? s["revisionHistoryLimit"] : undefined,
     paused: s["paused"] === true,
     progressDeadlineSeconds: typeof s["progressDeadlineSeconds"] === "number" ? s["progressDeadlineSeconds"] : undefined,
-    template: obj(s["template"]),
+    template: asObject(s["template"]),
     selector: s["selector"],
-    annotations: annotationsOf(d)
+    annotations: { ...annotationsOf(d) }
   }
 }
 
@@ -365,7 +357,7 @@ export interface Counts {
 }
 
 /** The counts of a stored status (absent ones are 0). */
-export const countsOf = (status: Record<string, unknown>): Counts => ({
+export const countsOf = (status: JsonObject): Counts => ({
   observedGeneration: num(status["observedGeneration"]),
   replicas: num(status["replicas"]),
   updatedReplicas: num(status["updatedReplicas"]),
