@@ -9,10 +9,9 @@
  * duration: what the node lifecycle controller watches.
  */
 import * as Conditions from "../object/Conditions.js"
-import type { JsonObject } from "../informer/Informer.js"
 import { RegionLabel } from "../model/Meta.js"
 import { formatMicroTime } from "../model/Scalars.js"
-import { stableJson } from "../object/Json.js"
+import { type JsonObject, stableJson } from "../object/Json.js"
 import { rfc3339 } from "../object/Metadata.js"
 
 /** What the agent knows about its host. */
@@ -110,8 +109,11 @@ export const conditionsOf = (health: Health, previous: ReadonlyArray<Conditions.
   })
 }
 
+/** A Node status as the agent writes it: a JSON object whose conditions are the kubelet's. */
+export type Status = JsonObject & { readonly conditions: ReadonlyArray<Conditions.Condition> }
+
 /** The node's status at `nowMs`. */
-export const statusOf = (facts: Facts, health: Health, previous: ReadonlyArray<Conditions.Condition> | undefined, nowMs: number): JsonObject => ({
+export const statusOf = (facts: Facts, health: Health, previous: ReadonlyArray<Conditions.Condition> | undefined, nowMs: number): Status => ({
   capacity: facts.capacity,
   allocatable: facts.allocatable,
   conditions: conditionsOf(health, previous, nowMs),
@@ -136,12 +138,12 @@ export const nodeObject = (facts: Facts, health: Health, nowMs: number): JsonObj
  * Whether a status report is due: something other than heartbeat times changed, or the last
  * report is older than `reportIntervalMs` (the kubelet's nodeStatusReportFrequency).
  */
-export const reportDue = (current: JsonObject | undefined, next: JsonObject, lastReportMs: number, nowMs: number, reportIntervalMs: number): boolean => {
+export const reportDue = (current: Status | undefined, next: Status, lastReportMs: number, nowMs: number, reportIntervalMs: number): boolean => {
   if (current === undefined || nowMs - lastReportMs >= reportIntervalMs) return true
-  const strip = (s: unknown) =>
+  const strip = (s: Status) =>
     stableJson({
-      ...(s as Record<string, unknown>),
-      conditions: ((s as Record<string, unknown>)?.["conditions"] as ReadonlyArray<Record<string, unknown>> | undefined)?.map(({ lastHeartbeatTime: _h, ...c }) => c)
+      ...s,
+      conditions: s.conditions?.map(({ lastHeartbeatTime: _h, ...c }) => c)
     })
   return strip(current) !== strip(next)
 }
