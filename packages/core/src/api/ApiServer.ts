@@ -51,7 +51,7 @@ export interface Options {
   readonly ready?: () => boolean
   /** What `/version` reports about this build. */
   readonly buildInfo?: Discovery.BuildInfo
-  /** Decides whether an authenticated request may proceed (default: allow; RBAC in [4/10]). */
+  /** Decides whether an authenticated request may proceed (default: allow; RBAC in `policy/RbacEvaluator`). */
   readonly authorize?: Authz.Authorizer
   /** Admission plugins, in order. */
   readonly admission?: ReadonlyArray<Admission.Plugin>

@@ -1,8 +1,8 @@
 /**
  * Authentication: who is calling. An authenticator reads the request's credentials and answers
- * with a user, "not mine" (so the next one may try), or a 401. This issue ships the static
+ * with a user, "not mine" (so the next one may try), or a 401. This module holds the static
  * bootstrap token (stored only as a SHA-256 hash, compared in constant time); ServiceAccount,
- * OIDC and node credentials plug in as further authenticators ([4/10]).
+ * OIDC and node credentials plug in as further authenticators (`authn/`).
  */
 import { Effect, Option } from "effect"
 import * as Status from "../model/Status.js"

@@ -1,7 +1,7 @@
 /**
  * Authorization: may this user do this verb on this resource? The request's attributes are
  * derived once from the route (as kube-apiserver's RequestInfo does) and handed to an Authorizer
- * (RBAC in [4/10]; `allowAll` before it). A denial becomes kube-apiserver's 403 Status.
+ * (RBAC in `policy/RbacEvaluator`; `allowAll` when none is configured). A denial becomes kube-apiserver's 403 Status.
  */
 import { Effect } from "effect"
 import * as Status from "../model/Status.js"
