@@ -24,15 +24,14 @@ import { Clock, Effect, Either } from "effect"
 import type * as Admission from "../api/Admission.js"
 import * as ApiError from "../api/ApiError.js"
 import * as Objects from "../api/Objects.js"
-import type { JsonObject } from "../api/Registry.js"
-import { jsonEqual } from "../object/Json.js"
 import { identity, type Transformer } from "../api/Transformer.js"
 import * as FieldError from "../model/FieldError.js"
 import * as Status from "../model/Status.js"
 import * as IpRange from "../network/IpRange.js"
+import { asArray, asObject, jsonEqual, type JsonObject } from "../object/Json.js"
 import * as Keys from "../store/Keys.js"
 import type { StoreService, TxnOp } from "../store/Store.js"
-import { arr, getObject, obj, strings, type Json } from "./internal/json.js"
+import { getObject, strings } from "./internal/json.js"
 
 /** The plugin's name. */
 export const name = "ClusterIpAllocator"
@@ -91,24 +90,24 @@ export interface Allocation {
 /** What a Service write means for its addresses. */
 export interface Plan {
   /** The spec to store: families and policy defaulted, clusterIP(s) normalized ("" where one is to be allocated). */
-  readonly spec: Json
+  readonly spec: JsonObject
   readonly allocate: ReadonlyArray<Allocation>
   /** Addresses the Service gives up with this write. */
   readonly release: ReadonlyArray<string>
 }
 
-const typeOf = (spec: Json): string => (typeof spec["type"] === "string" ? spec["type"] : "ClusterIP")
-const needsClusterIP = (spec: Json) => typeOf(spec) !== "ExternalName"
-const ipsOf = (spec: Json): ReadonlyArray<string> => arr(spec["clusterIPs"]).filter((s): s is string => typeof s === "string")
-const familiesOf = (spec: Json): ReadonlyArray<string> => arr(spec["ipFamilies"]).filter((s): s is string => typeof s === "string")
-const clusterIPOf = (spec: Json): string => (typeof spec["clusterIP"] === "string" ? spec["clusterIP"] : "")
-const policyOf = (spec: Json): string | undefined => (typeof spec["ipFamilyPolicy"] === "string" ? spec["ipFamilyPolicy"] : undefined)
-const hasSelector = (spec: Json) => Object.keys(strings(spec["selector"])).length > 0
+const typeOf = (spec: JsonObject): string => (typeof spec["type"] === "string" ? spec["type"] : "ClusterIP")
+const needsClusterIP = (spec: JsonObject) => typeOf(spec) !== "ExternalName"
+const ipsOf = (spec: JsonObject): ReadonlyArray<string> => asArray(spec["clusterIPs"]).filter((s): s is string => typeof s === "string")
+const familiesOf = (spec: JsonObject): ReadonlyArray<string> => asArray(spec["ipFamilies"]).filter((s): s is string => typeof s === "string")
+const clusterIPOf = (spec: JsonObject): string => (typeof spec["clusterIP"] === "string" ? spec["clusterIP"] : "")
+const policyOf = (spec: JsonObject): string | undefined => (typeof spec["ipFamilyPolicy"] === "string" ? spec["ipFamilyPolicy"] : undefined)
+const hasSelector = (spec: JsonObject) => Object.keys(strings(spec["selector"])).length > 0
 const otherFamily = (f: string): IpRange.Family => (f === "IPv4" ? "IPv6" : "IPv4")
 
 /** The addresses a Service holds (headless `None` excluded). */
 export const addressesOf = (service: JsonObject): ReadonlyArray<string> => {
-  const spec = obj(service["spec"]) ?? {}
+  const spec = asObject(service["spec"])
   if (!needsClusterIP(spec)) return []
   const ips = ipsOf(spec)
   const all = ips.length > 0 ? ips : clusterIPOf(spec) === "" ? [] : [clusterIPOf(spec)]
@@ -119,7 +118,7 @@ const isValidIP = (ip: string) => IpRange.parseAddress(ip) !== undefined
 const invalidIPDetail = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
 
 // kube-apiserver's ValidateServiceClusterIPsRelatedFields, the part allocation relies on.
-const validateIPFields = (spec: Json): ReadonlyArray<FieldError.FieldError> => {
+const validateIPFields = (spec: JsonObject): ReadonlyArray<FieldError.FieldError> => {
   const errors: Array<FieldError.FieldError> = []
   const ips = ipsOf(spec)
   const clusterIP = clusterIPOf(spec)
@@ -165,7 +164,7 @@ const validateIPFields = (spec: Json): ReadonlyArray<FieldError.FieldError> => {
 }
 
 // kube-apiserver's normalizeClusterIPs: keep clusterIP and clusterIPs in step for old clients.
-const normalizeClusterIPs = (spec: Json, old: Json | undefined): Json => {
+const normalizeClusterIPs = (spec: JsonObject, old: JsonObject | undefined): JsonObject => {
   const ips = ipsOf(spec)
   const clusterIP = clusterIPOf(spec)
   if (old === undefined) return clusterIP !== "" && ips.length === 0 ? { ...spec, clusterIPs: [clusterIP] } : spec
@@ -182,7 +181,7 @@ const normalizeClusterIPs = (spec: Json, old: Json | undefined): Json => {
 
 // A PreferDualStack Service whose addresses and families did not change is left as it is, so a
 // cluster turning dual-stack (or back) never adds or drops an address behind its owner's back.
-const unchangedPreferDualStack = (spec: Json, old: Json | undefined) =>
+const unchangedPreferDualStack = (spec: JsonObject, old: JsonObject | undefined) =>
   old !== undefined &&
   typeOf(old) === typeOf(spec) &&
   needsClusterIP(spec) &&
@@ -191,7 +190,7 @@ const unchangedPreferDualStack = (spec: Json, old: Json | undefined) =>
   jsonEqual(ipsOf(old), ipsOf(spec)) &&
   jsonEqual(familiesOf(old), familiesOf(spec))
 
-const drop = (spec: Json, keys: ReadonlyArray<string>): Json => {
+const drop = (spec: JsonObject, keys: ReadonlyArray<string>): JsonObject => {
   const out = { ...spec }
   for (const k of keys) delete out[k]
   return out
@@ -204,8 +203,8 @@ const drop = (spec: Json, keys: ReadonlyArray<string>): Json => {
  * omit allocated addresses keep them), and its update cases (ExternalName ↔ ClusterIP types,
  * dual-stack upgrade and downgrade). Refusals are field errors worded like kube-apiserver.
  */
-export const plan = (specIn: Json, old: Json | undefined, ranges: Ranges): Either.Either<Plan, ReadonlyArray<FieldError.FieldError>> => {
-  let spec: Json = { ...specIn }
+export const plan = (specIn: JsonObject, old: JsonObject | undefined, ranges: Ranges): Either.Either<Plan, ReadonlyArray<FieldError.FieldError>> => {
+  let spec: JsonObject = { ...specIn }
   // ExternalName: no addresses; what a ClusterIP-type Service held is released.
   if (!needsClusterIP(spec)) {
     const release = old !== undefined && needsClusterIP(old) ? addressesOf({ spec: old }) : []
@@ -368,7 +367,7 @@ export const ipAddressFor = (ip: string, service: { readonly namespace: string; 
 
 /** Whether an IPAddress object points at this Service. */
 export const heldBy = (ipAddress: JsonObject, service: { readonly namespace: string; readonly name: string }): boolean => {
-  const ref = obj(obj(ipAddress["spec"])?.["parentRef"]) ?? {}
+  const ref = asObject(asObject(ipAddress["spec"])["parentRef"])
   return (ref["group"] ?? "") === "" && ref["resource"] === "services" && ref["namespace"] === service.namespace && ref["name"] === service.name
 }
 
@@ -389,7 +388,7 @@ export const make = (options: Options): Admission.Plugin => {
   const encode = (ip: string, service: { readonly namespace: string; readonly name: string }) =>
     Effect.map(Clock.currentTimeMillis, (now) => {
       const o = ipAddressFor(ip, service)
-      const m = obj(o["metadata"]) ?? {}
+      const m = asObject(o["metadata"])
       const stored = { ...o, metadata: { ...m, uid: crypto.randomUUID(), creationTimestamp: Objects.timestamp(now) } }
       return codec.toStore(ipAddresses, JSON.stringify(stored))
     })
@@ -459,8 +458,8 @@ export const make = (options: Options): Admission.Plugin => {
       if (!isServices(request) || request.operation === "DELETE") return request.object
       if (Either.isLeft(parsed)) return yield* Effect.fail(ApiError.of(Status.internalError(`the service cluster IP range is invalid: ${parsed.left}`)))
       const ranges = parsed.right
-      const spec = obj(request.object["spec"]) ?? {}
-      const oldSpec = request.oldObject === undefined ? undefined : (obj(request.oldObject["spec"]) ?? {})
+      const spec = asObject(request.object["spec"])
+      const oldSpec = request.oldObject === undefined ? undefined : asObject(request.oldObject["spec"])
       const planned = plan(spec, oldSpec, ranges)
       if (Either.isLeft(planned)) return yield* Effect.fail(invalid(request.name, planned.left))
       const { allocate } = planned.right
@@ -490,7 +489,7 @@ export const make = (options: Options): Admission.Plugin => {
           ips[slot.index] = ip
         }
       }
-      const next: Json = { ...planned.right.spec }
+      const next: JsonObject = { ...planned.right.spec }
       if (ips.length > 0 && ips.every((ip) => ip !== "")) {
         next["clusterIPs"] = ips
         next["clusterIP"] = ips[0]

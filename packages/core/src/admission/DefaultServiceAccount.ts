@@ -11,11 +11,12 @@ import { Effect, Either } from "effect"
 import type * as Admission from "../api/Admission.js"
 import * as ApiError from "../api/ApiError.js"
 import * as Objects from "../api/Objects.js"
-import type { JsonObject } from "../api/Registry.js"
 import { identity, type Transformer } from "../api/Transformer.js"
 import * as Status from "../model/Status.js"
+import { asArray, asObject, type JsonObject } from "../object/Json.js"
+import { metadataOf } from "../object/Metadata.js"
 import type { StoreService } from "../store/Store.js"
-import { arr, getObject, meta, obj, type Json } from "./internal/json.js"
+import { getObject } from "./internal/json.js"
 
 /** The plugin's name. */
 export const name = "DefaultServiceAccount"
@@ -40,7 +41,7 @@ export interface Options {
 /** What is known about the pod's ServiceAccount: absent, or its automount setting. */
 export type Account = { readonly _tag: "Missing" } | { readonly _tag: "Present"; readonly automount: boolean | undefined }
 
-const tokenVolume = (volumeName: string): Json => ({
+const tokenVolume = (volumeName: string): JsonObject => ({
   name: volumeName,
   projected: {
     defaultMode: 420,
@@ -52,39 +53,39 @@ const tokenVolume = (volumeName: string): Json => ({
   }
 })
 
-const mount = (volumeName: string) => (c: unknown): Json => {
-  const container = obj(c) ?? {}
-  const mounts = arr(container["volumeMounts"])
-  if (mounts.some((m) => obj(m)?.["mountPath"] === mountPath)) return container
+const mount = (volumeName: string) => (c: unknown): JsonObject => {
+  const container = asObject(c)
+  const mounts = asArray(container["volumeMounts"])
+  if (mounts.some((m) => asObject(m)["mountPath"] === mountPath)) return container
   return { ...container, volumeMounts: [...mounts, { name: volumeName, readOnly: true, mountPath }] }
 }
 
 /** Whether a pod is a mirror pod. */
-export const isMirror = (pod: JsonObject): boolean => obj(meta(pod)["annotations"])?.[mirrorAnnotation] !== undefined
+export const isMirror = (pod: JsonObject): boolean => asObject(metadataOf(pod)["annotations"])[mirrorAnnotation] !== undefined
 
 /** The admitted pod (pure): the ServiceAccount defaulted and, when asked, the token volume added. */
 export const decide = (pod: JsonObject, account: Account | undefined, options: Options, suffix: string): Either.Either<JsonObject, string> => {
   if (isMirror(pod)) return Either.right(pod)
-  const spec = obj(pod["spec"]) ?? {}
+  const spec = asObject(pod["spec"])
   const sa = typeof spec["serviceAccountName"] === "string" && spec["serviceAccountName"] !== "" ? spec["serviceAccountName"] : defaultName
   if (options.requireServiceAccount === true && account?._tag === "Missing") {
-    return Either.left(`error looking up service account ${String(meta(pod)["namespace"] ?? "")}/${sa}: serviceaccount "${sa}" not found`)
+    return Either.left(`error looking up service account ${String(metadataOf(pod)["namespace"] ?? "")}/${sa}: serviceaccount "${sa}" not found`)
   }
-  let next: Json = { ...spec, serviceAccountName: sa }
+  let next: JsonObject = { ...spec, serviceAccountName: sa }
   const automount =
     typeof spec["automountServiceAccountToken"] === "boolean"
       ? spec["automountServiceAccountToken"]
       : account?._tag === "Present" && account.automount !== undefined
         ? account.automount
         : true
-  const hasVolume = arr(spec["volumes"]).some((v) => String(obj(v)?.["name"] ?? "").startsWith("kube-api-access-"))
+  const hasVolume = asArray(spec["volumes"]).some((v) => String(asObject(v)["name"] ?? "").startsWith("kube-api-access-"))
   if (options.tokenVolume === true && automount && !hasVolume) {
     const volumeName = `kube-api-access-${suffix}`
     next = {
       ...next,
-      volumes: [...arr(spec["volumes"]), tokenVolume(volumeName)],
-      containers: arr(spec["containers"]).map(mount(volumeName)),
-      ...(spec["initContainers"] === undefined ? {} : { initContainers: arr(spec["initContainers"]).map(mount(volumeName)) })
+      volumes: [...asArray(spec["volumes"]), tokenVolume(volumeName)],
+      containers: asArray(spec["containers"]).map(mount(volumeName)),
+      ...(spec["initContainers"] === undefined ? {} : { initContainers: asArray(spec["initContainers"]).map(mount(volumeName)) })
     }
   }
   return Either.right({ ...pod, spec: next })
@@ -99,7 +100,7 @@ export const make = (
     Effect.gen(function* () {
       const r = request.resource
       if (request.operation !== "CREATE" || r.group !== "" || r.plural !== "pods" || request.subresource !== "") return request.object
-      const spec = obj(request.object["spec"]) ?? {}
+      const spec = asObject(request.object["spec"])
       const sa = typeof spec["serviceAccountName"] === "string" && spec["serviceAccountName"] !== "" ? spec["serviceAccountName"] : defaultName
       let account: Account | undefined
       if (options.tokenVolume === true || options.requireServiceAccount === true) {

@@ -9,8 +9,7 @@
  */
 import { Effect } from "effect"
 import type * as Admission from "../api/Admission.js"
-import type { JsonObject } from "../api/Registry.js"
-import { arr, obj } from "./internal/json.js"
+import { asArray, asObject, type JsonObject } from "../object/Json.js"
 
 /** The plugin's name. */
 export const name = "DefaultTolerationSeconds"
@@ -31,7 +30,7 @@ export interface Options {
 
 // A toleration covers the taint when its key is the taint's or empty, and its effect NoExecute or empty.
 const covers = (toleration: unknown, key: string): boolean => {
-  const t = obj(toleration) ?? {}
+  const t = asObject(toleration)
   const k = t["key"] ?? ""
   const effect = t["effect"] ?? ""
   return (k === key || k === "") && (effect === "NoExecute" || effect === "")
@@ -39,8 +38,8 @@ const covers = (toleration: unknown, key: string): boolean => {
 
 /** The pod with the default tolerations added where it has none (pure; the same object when nothing changes). */
 export const decide = (pod: JsonObject, options: Options = {}): JsonObject => {
-  const spec = obj(pod["spec"]) ?? {}
-  const tolerations = arr(spec["tolerations"])
+  const spec = asObject(pod["spec"])
+  const tolerations = asArray(spec["tolerations"])
   const added: Array<Record<string, unknown>> = []
   if (!tolerations.some((t) => covers(t, notReadyTaint))) {
     added.push({ key: notReadyTaint, operator: "Exists", effect: "NoExecute", tolerationSeconds: options.defaultNotReadyTolerationSeconds ?? 300 })

@@ -17,9 +17,10 @@ import * as FieldError from "../model/FieldError.js"
 import * as Status from "../model/Status.js"
 import * as IngressHosts from "../network/IngressHosts.js"
 import * as IngressRoutes from "../network/IngressRoutes.js"
+import { asArray, asObject, asString } from "../object/Json.js"
+import { metadataOf } from "../object/Metadata.js"
 import type { StoreService } from "../store/Store.js"
-import { arr, getObject, listObjects, meta, obj } from "./internal/json.js"
-import { asString } from "../object/Json.js"
+import { getObject, listObjects } from "./internal/json.js"
 
 /** The plugin's name. */
 export const name = "IngressHostOwnership"
@@ -27,16 +28,16 @@ export const name = "IngressHostOwnership"
 
 /** The field errors of a candidate Ingress that loses hosts (pure). */
 export const errorsFor = (candidate: Record<string, unknown>, losses: ReadonlyArray<IngressHosts.Loss>): ReadonlyArray<FieldError.FieldError> => {
-  const spec = obj(candidate["spec"]) ?? {}
+  const spec = asObject(candidate["spec"])
   const errors: Array<FieldError.FieldError> = []
   for (const loss of losses) {
     const why = IngressHosts.describeLoss(loss)
     let path = ""
-    arr(spec["rules"]).forEach((r, i) => {
-      if (path === "" && IngressHosts.normalize(asString(obj(r)?.["host"])) === loss.host) path = `spec.rules[${i}].host`
+    asArray(spec["rules"]).forEach((r, i) => {
+      if (path === "" && IngressHosts.normalize(asString(asObject(r)["host"])) === loss.host) path = `spec.rules[${i}].host`
     })
-    arr(spec["tls"]).forEach((t, i) =>
-      arr(obj(t)?.["hosts"]).forEach((h, j) => {
+    asArray(spec["tls"]).forEach((t, i) =>
+      asArray(asObject(t)["hosts"]).forEach((h, j) => {
         if (path === "" && IngressHosts.normalize(asString(h)) === loss.host) path = `spec.tls[${i}].hosts[${j}]`
       })
     )
@@ -61,13 +62,13 @@ export const make = (options: { readonly store: StoreService; readonly transform
       const key = `${request.namespace}/${request.name}`
       const others = (yield* listObjects(options.store, codec, "networking.k8s.io", "ingresses"))
         .map((s) => s.object)
-        .filter((o) => `${asString(meta(o)["namespace"])}/${asString(meta(o)["name"])}` !== key && IngressRoutes.isServed(o, classes))
+        .filter((o) => `${asString(metadataOf(o)["namespace"])}/${asString(metadataOf(o)["name"])}` !== key && IngressRoutes.isServed(o, classes))
       const { namespace, name: policyName } = IngressHosts.PolicyConfigMap
       const policyMap = yield* getObject(options.store, codec, { group: "", plural: "configmaps", namespace, name: policyName })
-      const policy = IngressHosts.parsePolicy(obj(policyMap?.object["data"]) ?? {}).policy
+      const policy = IngressHosts.parsePolicy(asObject(policyMap?.object["data"])).policy
       // The candidate as the proxy would see it: with its namespace and name (a generateName'd
       // create has its name by now).
-      const named = { ...candidate, metadata: { ...meta(candidate), namespace: request.namespace, name: request.name } }
+      const named = { ...candidate, metadata: { ...metadataOf(candidate), namespace: request.namespace, name: request.name } }
       // A host the write adds is a new claim: it must not take a host from anyone, whatever the
       // Ingress's age (an old Ingress adding another's host, or a create in the owner's second
       // with a lower uid, would win by age). Hosts it already claimed keep their age.
@@ -75,7 +76,7 @@ export const make = (options: { readonly store: StoreService; readonly transform
       const claims = IngressHosts.claimsOf(named)
       const kept = IngressHosts.onlyClaims(named, new Set(claims.filter((h) => before.has(h))))
       const added = IngressHosts.onlyClaims(named, new Set(claims.filter((h) => !before.has(h))))
-      const newest = { ...added, metadata: { ...meta(added), creationTimestamp: undefined, uid: undefined } }
+      const newest = { ...added, metadata: { ...metadataOf(added), creationTimestamp: undefined, uid: undefined } }
       const losses = IngressHosts.decide([...others, kept, newest], policy).losses.filter((l) => l.ingress === key)
       if (losses.length === 0) return []
       return yield* Effect.fail(ApiError.of(Status.invalid({ group: "networking.k8s.io", kind: "Ingress" }, request.name, errorsFor(named, losses))))

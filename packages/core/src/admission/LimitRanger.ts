@@ -10,12 +10,13 @@
 import { Effect } from "effect"
 import type * as Admission from "../api/Admission.js"
 import * as ApiError from "../api/ApiError.js"
-import type { JsonObject } from "../api/Registry.js"
 import { identity, type Transformer } from "../api/Transformer.js"
 import * as Quantity from "../model/Quantity.js"
 import * as Status from "../model/Status.js"
+import { asArray, asObject, type JsonObject } from "../object/Json.js"
+import { metadataOf } from "../object/Metadata.js"
 import type { StoreService } from "../store/Store.js"
-import { arr, listObjects, meta, obj, strings, type Json } from "./internal/json.js"
+import { listObjects, strings } from "./internal/json.js"
 import { amounts, containerRequirements, podTotals, type Amounts } from "./internal/resources.js"
 
 /** The plugin's name. */
@@ -37,8 +38,8 @@ export interface Item {
 /** The items of LimitRange objects, in order. */
 export const items = (limitRanges: ReadonlyArray<unknown>): ReadonlyArray<Item> =>
   limitRanges.flatMap((lr) =>
-    arr(obj(obj(lr)?.["spec"])?.["limits"]).map((i) => {
-      const o = obj(i) ?? {}
+    asArray(asObject(asObject(lr)["spec"])["limits"]).map((i) => {
+      const o = asObject(i)
       return {
         type: String(o["type"] ?? ""),
         min: amounts(o["min"]),
@@ -50,14 +51,14 @@ export const items = (limitRanges: ReadonlyArray<unknown>): ReadonlyArray<Item> 
     })
   )
 
-const resourcesOf = (c: Json) => obj(c["resources"]) ?? {}
+const resourcesOf = (c: JsonObject) => asObject(c["resources"])
 
 /** Fill one container's missing requests and limits; what was set, for the annotation. */
 const defaultContainer = (container: unknown, containerItems: ReadonlyArray<Item>, prefix: string) => {
-  const c = obj(container) ?? {}
+  const c = asObject(container)
   const resources = resourcesOf(c)
-  const limits: Json = { ...(obj(resources["limits"]) ?? {}) }
-  const requests: Json = { ...(obj(resources["requests"]) ?? {}) }
+  const limits: JsonObject = { ...asObject(resources["limits"]) }
+  const requests: JsonObject = { ...asObject(resources["requests"]) }
   const setLimits = new Set<string>()
   const setRequests = new Set<string>()
   let changed = false
@@ -70,7 +71,7 @@ const defaultContainer = (container: unknown, containerItems: ReadonlyArray<Item
       }
     }
   }
-  const userLimits = obj(resources["limits"]) ?? {}
+  const userLimits = asObject(resources["limits"])
   for (const item of containerItems) {
     for (const [k, v] of item.defaultRequest) {
       if (requests[k] !== undefined) continue
@@ -85,7 +86,7 @@ const defaultContainer = (container: unknown, containerItems: ReadonlyArray<Item
   if (setRequests.size > 0) notes.push(`${[...setRequests].sort().join(", ")} request for ${prefix} ${cname}`)
   if (setLimits.size > 0) notes.push(`${[...setLimits].sort().join(", ")} limit for ${prefix} ${cname}`)
   if (!changed) return { container: c, notes }
-  const nextResources: Json = { ...resources }
+  const nextResources: JsonObject = { ...resources }
   if (Object.keys(limits).length > 0) nextResources["limits"] = limits
   if (Object.keys(requests).length > 0) nextResources["requests"] = requests
   return { container: { ...c, resources: nextResources }, notes }
@@ -95,18 +96,18 @@ const defaultContainer = (container: unknown, containerItems: ReadonlyArray<Item
 export const applyDefaults = (pod: JsonObject, all: ReadonlyArray<Item>): JsonObject => {
   const containerItems = all.filter((i) => i.type === "Container")
   if (containerItems.length === 0) return pod
-  const spec = obj(pod["spec"]) ?? {}
+  const spec = asObject(pod["spec"])
   const notes: Array<string> = []
   const fill = (list: unknown, prefix: string) =>
-    arr(list).map((c) => {
+    asArray(list).map((c) => {
       const r = defaultContainer(c, containerItems, prefix)
       notes.push(...r.notes)
       return r.container
     })
-  const nextSpec: Json = { ...spec, containers: fill(spec["containers"], "container") }
+  const nextSpec: JsonObject = { ...spec, containers: fill(spec["containers"], "container") }
   if (spec["initContainers"] !== undefined) nextSpec["initContainers"] = fill(spec["initContainers"], "init container")
   if (notes.length === 0) return { ...pod, spec: nextSpec }
-  const m = meta(pod)
+  const m = metadataOf(pod)
   return {
     ...pod,
     metadata: { ...m, annotations: { ...strings(m["annotations"]), [annotation]: `LimitRanger plugin set: ${notes.join("; ")}` } },
@@ -161,10 +162,10 @@ const check = (item: Item, type: string, r: { readonly requests: Amounts; readon
 /** Every violation of the items by the pod (pure; empty when it is admitted). */
 export const violations = (pod: JsonObject, all: ReadonlyArray<Item>): ReadonlyArray<string> => {
   const errors: Array<string> = []
-  const spec = obj(pod["spec"]) ?? {}
+  const spec = asObject(pod["spec"])
   for (const item of all) {
     if (item.type === "Container") {
-      for (const c of [...arr(spec["initContainers"]), ...arr(spec["containers"])]) errors.push(...check(item, "Container", containerRequirements(c)))
+      for (const c of [...asArray(spec["initContainers"]), ...asArray(spec["containers"])]) errors.push(...check(item, "Container", containerRequirements(c)))
     } else if (item.type === "Pod") {
       errors.push(...check(item, "Pod", podTotals(pod, false)))
     }

@@ -11,8 +11,10 @@ import type * as Admission from "../api/Admission.js"
 import * as ApiError from "../api/ApiError.js"
 import { identity, type Transformer } from "../api/Transformer.js"
 import * as Status from "../model/Status.js"
+import { asObject } from "../object/Json.js"
+import { metadataOf } from "../object/Metadata.js"
 import type { StoreService } from "../store/Store.js"
-import { getObject, meta, obj } from "./internal/json.js"
+import { getObject } from "./internal/json.js"
 
 /** The plugin's name. */
 export const name = "NamespaceLifecycle"
@@ -50,7 +52,7 @@ export const decide = (
 
 /** Whether a Namespace object is terminating. */
 export const terminating = (namespace: unknown): boolean =>
-  meta(namespace)["deletionTimestamp"] !== undefined || obj(obj(namespace)?.["status"])?.["phase"] === "Terminating"
+  metadataOf(asObject(namespace))["deletionTimestamp"] !== undefined || asObject(asObject(namespace)["status"])["phase"] === "Terminating"
 
 /** The plugin, reading namespaces from `store`. */
 export const make = (options: { readonly store: StoreService; readonly transformer?: Transformer }): Admission.Plugin => ({

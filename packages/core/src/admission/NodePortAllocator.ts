@@ -23,13 +23,13 @@
 import { Clock, Effect, Either } from "effect"
 import type * as Admission from "../api/Admission.js"
 import * as ApiError from "../api/ApiError.js"
-import type { JsonObject } from "../api/Registry.js"
 import { identity, type Transformer } from "../api/Transformer.js"
 import * as FieldError from "../model/FieldError.js"
 import * as Status from "../model/Status.js"
+import { asArray, asObject, isJsonObject, type JsonObject } from "../object/Json.js"
 import * as Keys from "../store/Keys.js"
 import type { StoreService, TxnOp } from "../store/Store.js"
-import { arr, getObject, obj, parse, type Json } from "./internal/json.js"
+import { getObject, parse } from "./internal/json.js"
 
 /** The plugin's name. */
 export const name = "NodePortAllocator"
@@ -70,32 +70,32 @@ export interface Allocation {
 /** What a Service write means for its node ports. */
 export interface Plan {
   /** The spec to store: kept node ports filled in, dropped ones removed. */
-  readonly spec: Json
+  readonly spec: JsonObject
   /** Ports that need a node port (requested or not); the same node port may appear for several. */
   readonly allocate: ReadonlyArray<Allocation>
   /** Node ports the Service gives up with this write. */
   readonly release: ReadonlyArray<number>
 }
 
-const typeOf = (spec: Json): string => (typeof spec["type"] === "string" ? spec["type"] : "ClusterIP")
-const portsOf = (spec: Json): ReadonlyArray<Json> => arr(spec["ports"]).map((p) => obj(p) ?? {})
-const nodePortOf = (p: Json): number | undefined => (typeof p["nodePort"] === "number" && p["nodePort"] !== 0 ? p["nodePort"] : undefined)
+const typeOf = (spec: JsonObject): string => (typeof spec["type"] === "string" ? spec["type"] : "ClusterIP")
+const portsOf = (spec: JsonObject): ReadonlyArray<JsonObject> => asArray(spec["ports"]).map((p) => asObject(p))
+const nodePortOf = (p: JsonObject): number | undefined => (typeof p["nodePort"] === "number" && p["nodePort"] !== 0 ? p["nodePort"] : undefined)
 
 /** The node ports a Service spec holds. */
-export const nodePortsOf = (spec: Json): ReadonlyArray<number> => [...new Set(portsOf(spec).flatMap((p) => nodePortOf(p) ?? []))]
+export const nodePortsOf = (spec: JsonObject): ReadonlyArray<number> => [...new Set(portsOf(spec).flatMap((p) => nodePortOf(p) ?? []))]
 
 /** Whether a Service of this spec gets node ports allocated (upstream's `needsNodePort`). */
-export const needsNodePorts = (spec: Json): boolean =>
+export const needsNodePorts = (spec: JsonObject): boolean =>
   typeOf(spec) === "NodePort" || (typeOf(spec) === "LoadBalancer" && spec["allocateLoadBalancerNodePorts"] !== false)
 
 // Node ports may be set on these types: a LoadBalancer without allocation keeps requested ones.
-const mayHoldNodePorts = (spec: Json): boolean => typeOf(spec) === "NodePort" || typeOf(spec) === "LoadBalancer"
+const mayHoldNodePorts = (spec: JsonObject): boolean => typeOf(spec) === "NodePort" || typeOf(spec) === "LoadBalancer"
 
 /**
  * What a Service write (`old` undefined: a create) means for its node ports, in `range` (pure).
  * Refusals are field errors worded like kube-apiserver's.
  */
-export const plan = (specIn: Json, old: Json | undefined, range: PortRange): Either.Either<Plan, ReadonlyArray<FieldError.FieldError>> => {
+export const plan = (specIn: JsonObject, old: JsonObject | undefined, range: PortRange): Either.Either<Plan, ReadonlyArray<FieldError.FieldError>> => {
   const oldPorts = old === undefined || !mayHoldNodePorts(old) ? [] : portsOf(old)
   const oldHeld = old === undefined ? [] : nodePortsOf(old)
   let ports = portsOf(specIn).map((p) => ({ ...p }))
@@ -154,7 +154,7 @@ export const plan = (specIn: Json, old: Json | undefined, range: PortRange): Eit
   return Either.right({ spec: withPorts(specIn, ports), allocate, release: oldHeld.filter((n) => !kept.has(n)) })
 }
 
-const withPorts = (spec: Json, ports: ReadonlyArray<Json>): Json => (spec["ports"] === undefined ? spec : { ...spec, ports })
+const withPorts = (spec: JsonObject, ports: ReadonlyArray<JsonObject>): JsonObject => (spec["ports"] === undefined ? spec : { ...spec, ports })
 
 // ---- the plugin (effects) -----------------------------------------------------------------
 
@@ -181,8 +181,8 @@ interface Holder {
 
 const holderOf = (value: string): { readonly service: Holder; readonly createdAt: number } | undefined => {
   const parsed = parse(value)
-  const o = Either.isRight(parsed) ? obj(parsed.right) : undefined
-  const s = obj(o?.["service"])
+  const o = Either.isRight(parsed) && isJsonObject(parsed.right) ? parsed.right : undefined
+  const s = o !== undefined && isJsonObject(o["service"]) ? o["service"] : undefined
   if (s === undefined || typeof s["namespace"] !== "string" || typeof s["name"] !== "string") return undefined
   return { service: { namespace: s["namespace"], name: s["name"] }, createdAt: typeof o?.["createdAt"] === "number" ? o["createdAt"] : 0 }
 }
@@ -224,7 +224,7 @@ export const make = (options: Options): Admission.Plugin => {
       if (held.holder !== undefined && now - held.holder.createdAt < leakGraceMs) return false
       if (held.holder === undefined) return true
       const service = yield* getObject(options.store, codec, { group: "", plural: "services", namespace: held.holder.service.namespace, name: held.holder.service.name })
-      return service === undefined || !nodePortsOf(obj(service.object["spec"]) ?? {}).includes(port)
+      return service === undefined || !nodePortsOf(asObject(service.object["spec"])).includes(port)
     })
 
   /** Take `port` over from a leaked key (compare-and-swap on its revision); false when someone else won. */
@@ -292,8 +292,8 @@ export const make = (options: Options): Admission.Plugin => {
       if (!isServices(request) || request.operation === "DELETE") return request.object
       if (Either.isLeft(parsed)) return yield* Effect.fail(ApiError.of(Status.internalError(`the service node port range is invalid: ${parsed.left}`)))
       const range = parsed.right
-      const spec = obj(request.object["spec"]) ?? {}
-      const oldSpec = request.oldObject === undefined ? undefined : (obj(request.oldObject["spec"]) ?? {})
+      const spec = asObject(request.object["spec"])
+      const oldSpec = request.oldObject === undefined ? undefined : asObject(request.oldObject["spec"])
       const planned = plan(spec, oldSpec, range)
       if (Either.isLeft(planned)) return yield* Effect.fail(invalid(request.name, planned.left))
       const service = { namespace: request.namespace, name: request.name }
@@ -329,7 +329,7 @@ export const make = (options: Options): Admission.Plugin => {
     Effect.gen(function* () {
       if (!isServices(request)) return []
       const service = { namespace: request.namespace, name: request.name }
-      const specOf = (o: JsonObject | undefined) => obj(o?.["spec"]) ?? {}
+      const specOf = (o: JsonObject | undefined) => asObject(o?.["spec"])
       const before = request.oldObject === undefined ? [] : nodePortsOf(specOf(request.oldObject))
       const after = request.operation === "DELETE" ? [] : nodePortsOf(specOf(request.object))
       const ops: Array<TxnOp> = []

@@ -13,9 +13,9 @@ import { Effect, Either } from "effect"
 import type * as Admission from "../api/Admission.js"
 import * as ApiError from "../api/ApiError.js"
 import type { UserInfo } from "../api/Http.js"
-import { jsonEqual } from "../object/Json.js"
 import * as Status from "../model/Status.js"
-import { labels, obj } from "./internal/json.js"
+import { asObject, jsonEqual } from "../object/Json.js"
+import { labels } from "./internal/json.js"
 
 /** The plugin's name. */
 export const name = "NodeRestriction"
@@ -40,8 +40,8 @@ const changedRestrictedLabels = (request: Pick<Admission.Request, "object" | "ol
   return [...new Set([...Object.keys(now), ...Object.keys(before)])].filter((k) => restrictedLabel(k) && now[k] !== before[k]).sort()
 }
 
-const nodeNameOf = (pod: unknown) => obj(obj(pod)?.["spec"])?.["nodeName"]
-const taintsOf = (node: unknown) => obj(obj(node)?.["spec"])?.["taints"] ?? []
+const nodeNameOf = (pod: unknown) => asObject(asObject(pod)["spec"])["nodeName"]
+const taintsOf = (node: unknown) => asObject(asObject(node)["spec"])["taints"] ?? []
 
 /** The decision for one request (pure): `undefined` to allow, else the refusal's detail. */
 export const decide = (request: Pick<Admission.Request, "operation" | "user" | "resource" | "subresource" | "namespace" | "name" | "object" | "oldObject">): string | undefined => {

@@ -17,12 +17,13 @@
 import { Effect } from "effect"
 import * as Admission from "../api/Admission.js"
 import * as ApiError from "../api/ApiError.js"
-import type { JsonObject } from "../api/Registry.js"
 import { identity, type Transformer } from "../api/Transformer.js"
 import * as Status from "../model/Status.js"
+import { asArray, asObject, isJsonObject, type JsonObject } from "../object/Json.js"
+import { metadataOf } from "../object/Metadata.js"
 import * as PodSecurity from "../policy/PodSecurityStandards.js"
 import type { StoreService } from "../store/Store.js"
-import { arr, getObject, labels, listObjects, meta, obj } from "./internal/json.js"
+import { getObject, labels, listObjects } from "./internal/json.js"
 
 /** The plugin's name. */
 export const name = "PodSecurity"
@@ -71,21 +72,21 @@ export const templateOf = (group: string, plural: string, object: unknown): PodS
   const path = templatePaths[`${group}/${plural}`]
   if (path === undefined) return undefined
   let at: unknown = object
-  for (const key of path) at = obj(at)?.[key]
-  return obj(at) as PodSecurity.PodView | undefined
+  for (const key of path) at = asObject(at)[key]
+  return isJsonObject(at) ? (at as PodSecurity.PodView) : undefined // PodView's readers never throw on any shape
 }
 
 /** Whether a pod update can change what the checks see (kube's isSignificantPodUpdate: the spec is otherwise immutable). */
 export const significantPodUpdate = (pod: unknown, old: unknown): boolean => {
-  const spec = (o: unknown) => obj(obj(o)?.["spec"]) ?? {}
+  const spec = (o: unknown) => asObject(asObject(o)["spec"])
   // The seccomp and AppArmor annotations are the checked metadata.
   const profiles = (o: unknown) =>
     JSON.stringify(
-      Object.entries(obj(meta(o)["annotations"]) ?? {})
+      Object.entries(asObject(metadataOf(asObject(o))["annotations"]))
         .filter(([k]) => k.includes("seccomp.security.alpha.kubernetes.io") || k.startsWith("container.apparmor.security.beta.kubernetes.io/"))
         .sort(([a], [b]) => (a < b ? -1 : 1))
     )
-  const images = (o: unknown, field: string) => JSON.stringify(arr(spec(o)[field]).map((c) => [obj(c)?.["name"], obj(c)?.["image"]]))
+  const images = (o: unknown, field: string) => JSON.stringify(asArray(spec(o)[field]).map((c) => [asObject(c)["name"], asObject(c)["image"]]))
   return (
     profiles(pod) !== profiles(old) ||
     images(pod, "containers") !== images(old, "containers") ||
@@ -140,10 +141,10 @@ export const existingPodWarnings = (namespace: string, enforce: PodSecurity.Leve
   const checked = pods.slice(0, maxPodsToCheck)
   const byReasons = new Map<string, { first: string; count: number }>()
   for (const pod of checked) {
-    const found = PodSecurity.evaluate(enforce, pod as PodSecurity.PodView)
+    const found = PodSecurity.evaluate(enforce, pod as PodSecurity.PodView) // PodView's readers never throw on any shape
     if (found.length === 0) continue
     const reasons = PodSecurity.formatReasons(found)
-    const podName = String(meta(pod)["name"] ?? "")
+    const podName = String(metadataOf(pod)["name"] ?? "")
     const seen = byReasons.get(reasons)
     if (seen === undefined) byReasons.set(reasons, { first: podName, count: 1 })
     else byReasons.set(reasons, { first: podName < seen.first ? podName : seen.first, count: seen.count + 1 })
@@ -175,8 +176,8 @@ export const make = (options: Options): Admission.Plugin => {
   const isCustomerNamespace = (namespace: string) =>
     Effect.map(listObjects(options.store, codec, "rbac.authorization.k8s.io", "rolebindings", namespace), (bindings) =>
       bindings.some((b) => {
-        const ref = obj(b.object["roleRef"])
-        return ref?.["kind"] === "ClusterRole" && ref["name"] === role
+        const ref = asObject(b.object["roleRef"])
+        return ref["kind"] === "ClusterRole" && ref["name"] === role
       })
     )
 
@@ -203,7 +204,7 @@ export const make = (options: Options): Admission.Plugin => {
       if (ns === undefined) return
       const policy = yield* policyOf(request.namespace, labels(ns.object))
       if (policy.enforce.level === "privileged" && policy.audit.level === "privileged" && policy.warn.level === "privileged") return
-      const runtimeClass = obj(obj(pod)?.["spec"])?.["runtimeClassName"]
+      const runtimeClass = asObject(asObject(pod)["spec"])["runtimeClassName"]
       if (typeof runtimeClass === "string" && exempt.runtimeClasses.has(runtimeClass)) return yield* Admission.annotate(PodSecurity.exemptAnnotation, "runtimeClass")
       const decision = decide(policy, pod, enforce)
       yield* note(decision)
@@ -240,7 +241,7 @@ export const make = (options: Options): Admission.Plugin => {
       if (request.user.groups.includes(adminGroup) || exempt.usernames.has(request.user.name) || PodSecurity.hasLevelLabel(labels(request.object), "enforce")) {
         return Effect.succeed(request.object)
       }
-      const m = meta(request.object)
+      const m = metadataOf(request.object)
       return Effect.succeed({ ...request.object, metadata: { ...m, labels: { ...labels(request.object), [PodSecurity.levelLabel("enforce")]: "restricted" } } })
     },
     validate: (request) =>
@@ -255,7 +256,7 @@ export const make = (options: Options): Admission.Plugin => {
           // Status, binding and the other subresources cannot change what the checks read.
           if (request.subresource !== "" && request.subresource !== "ephemeralcontainers") return []
           if (request.operation === "UPDATE" && !significantPodUpdate(request.object, request.oldObject)) return []
-          yield* evaluate(request, request.object as PodSecurity.PodView, true)
+          yield* evaluate(request, request.object as PodSecurity.PodView, true) // PodView's readers never throw on any shape
           return []
         }
         if (request.subresource !== "") return []

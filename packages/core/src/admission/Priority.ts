@@ -19,12 +19,13 @@
 import { Effect, Either } from "effect"
 import type * as Admission from "../api/Admission.js"
 import * as ApiError from "../api/ApiError.js"
-import type { JsonObject } from "../api/Registry.js"
 import { identity, type Transformer } from "../api/Transformer.js"
 import * as Scheduling from "../model/Scheduling.js"
 import * as Status from "../model/Status.js"
+import { asObject, type JsonObject } from "../object/Json.js"
+import { metadataOf } from "../object/Metadata.js"
 import type { StoreService } from "../store/Store.js"
-import { getObject, listObjects, meta, obj } from "./internal/json.js"
+import { getObject, listObjects } from "./internal/json.js"
 
 /** The plugin's name. */
 export const name = "Priority"
@@ -42,8 +43,8 @@ export interface ClassInfo {
 
 /** A stored PriorityClass as the plugin reads it (undefined when it has no name or value). */
 export const classInfo = (o: unknown): ClassInfo | undefined => {
-  const pc = obj(o) ?? {}
-  const className = meta(pc)["name"]
+  const pc = asObject(o)
+  const className = metadataOf(pc)["name"]
   const value = pc["value"]
   if (typeof className !== "string" || typeof value !== "number") return undefined
   const policy = pc["preemptionPolicy"]
@@ -71,7 +72,7 @@ export const defaultClass = (classes: ReadonlyArray<ClassInfo>): ClassInfo | und
  * 403 detail when the pod is refused.
  */
 export const resolvePod = (pod: JsonObject, named: ClassInfo | undefined, fallback: ClassInfo | undefined): Either.Either<JsonObject, string> => {
-  const spec = obj(pod["spec"]) ?? {}
+  const spec = asObject(pod["spec"])
   const className = typeof spec["priorityClassName"] === "string" ? spec["priorityClassName"] : ""
   let priority: number
   let policy: Scheduling.PreemptionPolicy | undefined
@@ -106,8 +107,8 @@ export const resolvePod = (pod: JsonObject, named: ClassInfo | undefined, fallba
 
 /** An updated pod keeps the stored priority and policy when its body leaves them out (pure). */
 export const keepOnUpdate = (pod: JsonObject, old: JsonObject): JsonObject => {
-  const spec = obj(pod["spec"]) ?? {}
-  const oldSpec = obj(old["spec"]) ?? {}
+  const spec = asObject(pod["spec"])
+  const oldSpec = asObject(old["spec"])
   let next = spec
   for (const key of ["priority", "preemptionPolicy"]) {
     if ((next[key] === undefined || next[key] === null) && oldSpec[key] !== undefined) next = { ...next, [key]: oldSpec[key] }
@@ -121,7 +122,7 @@ export const keepOnUpdate = (pod: JsonObject, old: JsonObject): JsonObject => {
  */
 export const checkClass = (operation: Admission.Operation, pc: JsonObject, current: ClassInfo | undefined): string | undefined => {
   if (pc["globalDefault"] !== true || current === undefined) return undefined
-  if (operation === "CREATE" || (operation === "UPDATE" && current.name !== meta(pc)["name"])) {
+  if (operation === "CREATE" || (operation === "UPDATE" && current.name !== metadataOf(pc)["name"])) {
     return `PriorityClass ${current.name} is already marked as default. Only one default can exist`
   }
   return undefined
@@ -166,7 +167,7 @@ export const make = (options: Options): Admission.Plugin => {
       if (request.operation === "UPDATE" && request.oldObject !== undefined) return Effect.succeed(keepOnUpdate(request.object, request.oldObject))
       if (request.operation !== "CREATE") return Effect.succeed(request.object)
       return Effect.gen(function* () {
-        const spec = obj(request.object["spec"]) ?? {}
+        const spec = asObject(request.object["spec"])
         const className = typeof spec["priorityClassName"] === "string" ? spec["priorityClassName"] : ""
         const named = className === "" ? undefined : yield* classes.get(className)
         const fallback = className === "" ? defaultClass(yield* classes.list) : undefined

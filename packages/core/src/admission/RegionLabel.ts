@@ -8,18 +8,19 @@
 import { Effect, Either } from "effect"
 import type * as Admission from "../api/Admission.js"
 import * as ApiError from "../api/ApiError.js"
-import type { JsonObject } from "../api/Registry.js"
 import * as FieldError from "../model/FieldError.js"
 import * as Meta from "../model/Meta.js"
 import * as Status from "../model/Status.js"
-import { labels, meta } from "./internal/json.js"
+import type { JsonObject } from "../object/Json.js"
+import { metadataOf } from "../object/Metadata.js"
+import { labels } from "./internal/json.js"
 
 /** The plugin's name. */
 export const name = "RegionLabel"
 
 const withLabel = (o: JsonObject, region: string): JsonObject => ({
   ...o,
-  metadata: { ...meta(o), labels: { ...labels(o), [Meta.RegionLabel]: region } }
+  metadata: { ...metadataOf(o), labels: { ...labels(o), [Meta.RegionLabel]: region } }
 })
 
 /** The admitted object (pure): the label defaulted on create, kept on update, never changed. */

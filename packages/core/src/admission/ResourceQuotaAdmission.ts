@@ -16,12 +16,13 @@
 import { Effect, Either } from "effect"
 import type * as Admission from "../api/Admission.js"
 import * as ApiError from "../api/ApiError.js"
-import type { JsonObject } from "../api/Registry.js"
 import { identity, type Transformer } from "../api/Transformer.js"
 import * as Quantity from "../model/Quantity.js"
 import * as Status from "../model/Status.js"
+import { asArray, asObject, isJsonObject, type JsonObject } from "../object/Json.js"
+import { metadataOf } from "../object/Metadata.js"
 import type { StoreService, TxnOp } from "../store/Store.js"
-import { arr, countObjects, listObjects, meta, obj, type Stored } from "./internal/json.js"
+import { countObjects, listObjects, type Stored } from "./internal/json.js"
 import { amounts, containers, containerRequirements, podTotals, type Amounts } from "./internal/resources.js"
 
 /** The plugin's name. */
@@ -45,7 +46,7 @@ const isServices = (t: Target) => t.group === "" && t.plural === "services"
 
 /** Whether a pod has finished (its usage no longer counts). */
 export const terminal = (pod: unknown): boolean => {
-  const phase = obj(obj(pod)?.["status"])?.["phase"]
+  const phase = asObject(asObject(pod)["status"])["phase"]
   return phase === "Succeeded" || phase === "Failed"
 }
 
@@ -59,12 +60,12 @@ const bestEffort = (pod: unknown) => {
 
 /** Whether a quota's `scopes` select this object (scoped quotas track pods only). */
 export const inScope = (quota: unknown, t: Target, object: unknown): boolean => {
-  const spec = obj(obj(quota)?.["spec"]) ?? {}
-  const scopes = arr(spec["scopes"]).map(String)
-  const selector = arr(obj(spec["scopeSelector"])?.["matchExpressions"])
+  const spec = asObject(asObject(quota)["spec"])
+  const scopes = asArray(spec["scopes"]).map(String)
+  const selector = asArray(asObject(spec["scopeSelector"])["matchExpressions"])
   if (scopes.length === 0 && selector.length === 0) return true
   if (!isPods(t) || selector.length > 0) return false
-  const deadline = obj(obj(object)?.["spec"])?.["activeDeadlineSeconds"]
+  const deadline = asObject(asObject(object)["spec"])["activeDeadlineSeconds"]
   return scopes.every((s) => {
     switch (s) {
       case "Terminating":
@@ -88,7 +89,7 @@ export const usage = (t: Target, object: unknown, keys: ReadonlyArray<string>): 
   const out = new Map<string, Quantity.Quantity>()
   if (isPods(t) && terminal(object)) return out
   const totals = isPods(t) ? podTotals(object) : undefined
-  const spec = obj(obj(object)?.["spec"]) ?? {}
+  const spec = asObject(asObject(object)["spec"])
   for (const k of keys) {
     if (k === countKey(t) || (t.group === "" && k === t.plural && legacyCounts.has(k))) out.set(k, one)
     else if (totals !== undefined && (k.startsWith("requests.") || k === "cpu" || k === "memory")) {
@@ -99,7 +100,7 @@ export const usage = (t: Target, object: unknown, keys: ReadonlyArray<string>): 
       if (v !== undefined) out.set(k, v)
     } else if (isServices(t) && k === "services.loadbalancers" && spec["type"] === "LoadBalancer") out.set(k, one)
     else if (isServices(t) && k === "services.nodeports" && (spec["type"] === "NodePort" || spec["type"] === "LoadBalancer")) {
-      out.set(k, Quantity.fromUnits(arr(spec["ports"]).length))
+      out.set(k, Quantity.fromUnits(asArray(spec["ports"]).length))
     }
   }
   return out
@@ -119,7 +120,7 @@ export const unspecified = (pod: unknown, keys: ReadonlyArray<string>): Readonly
         const r = containerRequirements(c)
         return limit ? !r.limits.has(resource) : !r.requests.has(resource) && !r.limits.has(resource)
       })
-      .map((c) => String(obj(c)?.["name"] ?? ""))
+      .map((c) => String(asObject(c)["name"] ?? ""))
     if (missing.length > 0) out.push(`${k} for: ${missing.join(",")}`)
   }
   return out
@@ -173,8 +174,8 @@ const subtract = (a: Amounts, b: Amounts): Amounts => {
 
 const format = (m: Amounts): Record<string, string> => Object.fromEntries([...m.keys()].sort().map((k) => [k, Quantity.format(m.get(k)!)]))
 
-const hardOf = (quota: unknown): Amounts => amounts(obj(obj(quota)?.["spec"])?.["hard"])
-const usedOf = (quota: unknown): Amounts => amounts(obj(obj(quota)?.["status"])?.["used"])
+const hardOf = (quota: unknown): Amounts => amounts(asObject(asObject(quota)["spec"])["hard"])
+const usedOf = (quota: unknown): Amounts => amounts(asObject(asObject(quota)["status"])["used"])
 
 /** Where the plugin reads and writes. */
 export interface Options {
@@ -220,8 +221,8 @@ export const parseCountKey = (s: string): Target => {
 
 /** A quota object with its status brought up to date: `hard` from spec, `used` as given. */
 export const withStatus = (quota: JsonObject, used: Amounts): JsonObject => {
-  const hard = obj(obj(quota["spec"])?.["hard"])
-  return { ...quota, status: { ...(hard === undefined ? {} : { hard: { ...hard } }), used: format(used) } }
+  const hard = asObject(quota["spec"])["hard"]
+  return { ...quota, status: { ...(isJsonObject(hard) ? { hard: { ...hard } } : {}), used: format(used) } }
 }
 
 const quotaKeysUsed = (quota: Stored, keys: ReadonlyArray<string>) => {
@@ -245,14 +246,14 @@ const reserve = (options: Options, request: Admission.Request): Effect.Effect<Re
     const ops: Array<TxnOp> = []
     for (const quota of quotas) {
       // A quota being deleted does not count itself.
-      if (r.group === "" && r.plural === "resourcequotas" && meta(quota.object)["name"] === request.name) continue
+      if (r.group === "" && r.plural === "resourcequotas" && metadataOf(quota.object)["name"] === request.name) continue
       const hard = hardOf(quota.object)
       const keys = [...hard.keys()]
       const after = request.operation === "DELETE" || !inScope(quota.object, t, request.object) ? new Map() : usage(t, request.object, keys)
       const before = request.oldObject === undefined || !inScope(quota.object, t, request.oldObject) ? new Map() : usage(t, request.oldObject, keys)
       const delta = subtract(after, before)
       if ([...delta.values()].every(Quantity.isZero)) continue
-      const quotaName = String(meta(quota.object)["name"] ?? "")
+      const quotaName = String(metadataOf(quota.object)["name"] ?? "")
       if (request.operation === "CREATE" && isPods(t)) {
         const missing = unspecified(request.object, keys)
         if (missing.length > 0) {

@@ -22,14 +22,15 @@ import type * as Admission from "../api/Admission.js"
 import * as ApiError from "../api/ApiError.js"
 import * as FlowControl from "../api/FlowControl.js"
 import * as Patch from "../api/Patch.js"
-import type { JsonObject } from "../api/Registry.js"
 import { identity, type Transformer } from "../api/Transformer.js"
 import * as LabelSelector from "../model/LabelSelector.js"
 import * as Policy from "../model/Policy.js"
 import * as Status from "../model/Status.js"
+import { asArray, isJsonObject, type JsonObject } from "../object/Json.js"
+import { metadataOf } from "../object/Metadata.js"
 import * as Keys from "../store/Keys.js"
 import type { KeyValue, StoreService } from "../store/Store.js"
-import { arr, getObject, labels, meta, obj, parse } from "./internal/json.js"
+import { getObject, labels, parse } from "./internal/json.js"
 
 /** A webhook could not be called: unreachable, TLS failure, non-2xx answer. */
 export class WebhookCallError extends Data.TaggedError("WebhookCallError")<{
@@ -212,11 +213,11 @@ export const webhooksOf = (kind: Kind, configurations: ReadonlyArray<JsonObject>
   const schema = kind === "Mutating" ? Policy.MutatingWebhook : Policy.ValidatingWebhook
   const decode = Schema.decodeUnknownOption(schema as Schema.Schema<Policy.ValidatingWebhook, unknown>)
   return [...configurations]
-    .sort((a, b) => String(meta(a)["name"]).localeCompare(String(meta(b)["name"])))
+    .sort((a, b) => String(metadataOf(a)["name"]).localeCompare(String(metadataOf(b)["name"])))
     .flatMap((c) =>
-      arr(c["webhooks"]).flatMap((w) => {
+      asArray(c["webhooks"]).flatMap((w) => {
         const spec = decode(w)
-        return Option.isSome(spec) ? [{ kind, configuration: String(meta(c)["name"] ?? ""), spec: spec.value }] : []
+        return Option.isSome(spec) ? [{ kind, configuration: String(metadataOf(c)["name"] ?? ""), spec: spec.value }] : []
       })
     )
 }
@@ -253,7 +254,7 @@ export const make = (options: Options): Effect.Effect<WebhookPlugins, never, Sco
     const decodeKv = (kind: Kind, value: string): JsonObject | undefined => {
       const text = Either.try(() => codec.fromStore({ group, plural: plurals[kind] }, value))
       const parsed = Either.isRight(text) ? parse(text.right) : undefined
-      return parsed !== undefined && Either.isRight(parsed) ? obj(parsed.right) : undefined
+      return parsed !== undefined && Either.isRight(parsed) && isJsonObject(parsed.right) ? parsed.right : undefined
     }
     const load = (kind: Kind, items: ReadonlyArray<KeyValue>) => {
       configs[kind].clear()

@@ -146,6 +146,118 @@ const nobody: UserInfo = { name: "", uid: "", groups: [] }
 
 const notFoundPath = () => ApiError.of({ ...Status.notFound("", ""), message: "the server could not find the requested resource", details: {} })
 
+/** What the routing of a request needs of the server, built once in `make`. */
+interface Served {
+  readonly options: Options
+  readonly registry: Registry.Registry
+  readonly ctx: Rest.Context
+  readonly extensions: ReadonlyMap<string, SubresourceHandler>
+}
+
+/** A request on a resource: found (or a CRD synced just now), then routed by subresource and verb to `Rest`. */
+const serveResource = ({ options, registry, ctx, extensions }: Served, route: Router.ResourceRoute, request: ApiRequest): Effect.Effect<ApiResponse, ApiError.ApiError> =>
+  Effect.gen(function* () {
+    let r = registry.byResource(route.group, route.version, route.plural)
+    if (r === undefined && route.group !== "") {
+      // A CRD may have been created a moment ago (here or on another server): if its object
+      // exists, sync now. One point read, so requests for unknown kinds stay cheap.
+      const crdKey = Keys.object({ group: "apiextensions.k8s.io", resource: "customresourcedefinitions", name: `${route.plural}.${route.group}` })
+      if (Either.isRight(yield* Effect.either(options.store.get(crdKey)))) {
+        yield* Effect.ignore(Crd.sync(options.store, registry))
+        r = registry.byResource(route.group, route.version, route.plural)
+      }
+    }
+    if (r === undefined) return yield* Effect.fail(notFoundPath())
+    if (route.namespace !== undefined && !r.namespaced) return yield* Effect.fail(notFoundPath())
+    // Virtual resources (reviews, computed lists) answer every request themselves.
+    if (r.handle !== undefined) return yield* r.handle(request, route)
+    const extra = route.subresource === undefined ? undefined : extensions.get(`${r.group}/${r.plural}/${route.subresource}`)
+    if (extra !== undefined) {
+      if (route.name === undefined) return yield* Effect.fail(notFoundPath())
+      return yield* extra.handle(request, route, { store: options.store, registry, resource: r, transformer: ctx.transformer, admission: options.admission ?? [] })
+    }
+    if (route.subresource !== undefined) {
+      const ok =
+        (route.subresource === "status" && r.subresources.status) ||
+        (route.subresource === "scale" && r.subresources.scale !== undefined) ||
+        (route.subresource === "finalize" && r.group === "" && r.kind === "Namespace" && request.method.toUpperCase() !== "GET")
+      if (!ok || route.name === undefined) return yield* Effect.fail(notFoundPath())
+    }
+    const q = { ctx, resource: r, route, request }
+    const method = request.method.toUpperCase()
+    const crossNamespace = r.namespaced && route.namespace === undefined
+    if (route.name === undefined) {
+      switch (method) {
+        case "GET": {
+          const options = yield* fromEither(Query.list(request.query, route.watchPath))
+          return yield* options.watch ? Rest.watch(q, options) : Rest.list(q, options)
+        }
+        case "POST":
+          if (crossNamespace) break
+          return yield* Rest.create(q)
+        case "DELETE":
+          return yield* Rest.removeCollection(q)
+      }
+      return yield* Effect.fail(ApiError.of(Status.methodNotSupported({ group: r.group, resource: r.plural }, method.toLowerCase())))
+    }
+    if (crossNamespace) return yield* Effect.fail(notFoundPath())
+    switch (method) {
+      case "GET": {
+        if (route.watchPath || request.query.get("watch") === "true" || request.query.get("watch") === "1") {
+          // A watch on one object: a field selector on its name.
+          const params = new URLSearchParams(request.query)
+          params.set("fieldSelector", `metadata.name=${route.name}`)
+          const options = yield* fromEither(Query.list(params, true))
+          return yield* Rest.watch({ ...q, route: { ...route, name: undefined } }, options)
+        }
+        return yield* Rest.get(q, route.name)
+      }
+      case "PUT":
+        return yield* Rest.update(q, route.name)
+      case "PATCH":
+        return yield* Rest.patch(q, route.name)
+      case "DELETE":
+        if (route.subresource !== undefined) break
+        return yield* Rest.remove(q, route.name)
+    }
+    return yield* Effect.fail(ApiError.of(Status.methodNotSupported({ group: r.group, resource: r.plural }, method.toLowerCase())))
+  })
+
+/** Version, discovery and OpenAPI documents. */
+const serveDiscovery = ({ options, registry }: Served, route: Router.Route, request: ApiRequest): Effect.Effect<ApiResponse, ApiError.ApiError> =>
+  Effect.suspend(() => {
+    if (request.method.toUpperCase() !== "GET") return Effect.fail(ApiError.of(Status.methodNotSupported("", request.method.toLowerCase())))
+    const accept = request.headers["accept"]
+    switch (route._tag) {
+      case "Version":
+        return Effect.succeed(json(200, Discovery.version(options.buildInfo)))
+      case "CoreVersions": {
+        const aggregated = Discovery.wantsAggregated(accept)
+        if (aggregated) return Effect.succeed(json(200, Discovery.aggregated(registry, "api", aggregated), { "content-type": aggregated, vary: "Accept" }))
+        return Effect.succeed(json(200, Discovery.apiVersions(options.address ?? ""), { vary: "Accept" }))
+      }
+      case "GroupList": {
+        const aggregated = Discovery.wantsAggregated(accept)
+        if (aggregated) return Effect.succeed(json(200, Discovery.aggregated(registry, "apis", aggregated), { "content-type": aggregated, vary: "Accept" }))
+        return Effect.succeed(json(200, Discovery.apiGroupList(registry), { vary: "Accept" }))
+      }
+      case "Group":
+        return Effect.map(fromEither(Discovery.apiGroup(registry, route.group)), (body) => json(200, body))
+      case "ResourceList":
+        return Effect.map(fromEither(Discovery.apiResourceList(registry, route.group, route.version)), (body) => json(200, body))
+      case "OpenApiV2":
+        // kubectl asks for protobuf first; answering JSON to a protobuf-only Accept would break it.
+        if (accept !== undefined && !/json|\*\/\*/.test(accept)) return Effect.fail(ApiError.of(Status.notAcceptable(["application/json"])))
+        return Effect.succeed(json(200, OpenApi.v2(registry)))
+      case "OpenApiV3":
+        return route.groupVersion === undefined
+          ? Effect.succeed(json(200, OpenApi.v3Index(registry)))
+          : Effect.map(fromEither(OpenApi.v3(registry, route.groupVersion)), (body) => json(200, body))
+      default:
+        return Effect.fail(notFoundPath())
+    }
+  })
+
 /** Build the server; watch caches live in the surrounding scope. */
 export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Scope> =>
   Effect.gen(function* () {
@@ -218,107 +330,7 @@ export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Sc
       transformer
     }
 
-    const resource = (route: Router.ResourceRoute, request: ApiRequest): Effect.Effect<ApiResponse, ApiError.ApiError> =>
-      Effect.gen(function* () {
-        let r = registry.byResource(route.group, route.version, route.plural)
-        if (r === undefined && route.group !== "") {
-          // A CRD may have been created a moment ago (here or on another server): if its object
-          // exists, sync now. One point read, so requests for unknown kinds stay cheap.
-          const crdKey = Keys.object({ group: "apiextensions.k8s.io", resource: "customresourcedefinitions", name: `${route.plural}.${route.group}` })
-          if (Either.isRight(yield* Effect.either(options.store.get(crdKey)))) {
-            yield* Effect.ignore(Crd.sync(options.store, registry))
-            r = registry.byResource(route.group, route.version, route.plural)
-          }
-        }
-        if (r === undefined) return yield* Effect.fail(notFoundPath())
-        if (route.namespace !== undefined && !r.namespaced) return yield* Effect.fail(notFoundPath())
-        // Virtual resources (reviews, computed lists) answer every request themselves.
-        if (r.handle !== undefined) return yield* r.handle(request, route)
-        const extra = route.subresource === undefined ? undefined : extensions.get(`${r.group}/${r.plural}/${route.subresource}`)
-        if (extra !== undefined) {
-          if (route.name === undefined) return yield* Effect.fail(notFoundPath())
-          return yield* extra.handle(request, route, { store: options.store, registry, resource: r, transformer, admission: options.admission ?? [] })
-        }
-        if (route.subresource !== undefined) {
-          const ok =
-            (route.subresource === "status" && r.subresources.status) ||
-            (route.subresource === "scale" && r.subresources.scale !== undefined) ||
-            (route.subresource === "finalize" && r.group === "" && r.kind === "Namespace" && request.method.toUpperCase() !== "GET")
-          if (!ok || route.name === undefined) return yield* Effect.fail(notFoundPath())
-        }
-        const q = { ctx, resource: r, route, request }
-        const method = request.method.toUpperCase()
-        const crossNamespace = r.namespaced && route.namespace === undefined
-        if (route.name === undefined) {
-          switch (method) {
-            case "GET": {
-              const options = yield* fromEither(Query.list(request.query, route.watchPath))
-              return yield* options.watch ? Rest.watch(q, options) : Rest.list(q, options)
-            }
-            case "POST":
-              if (crossNamespace) break
-              return yield* Rest.create(q)
-            case "DELETE":
-              return yield* Rest.removeCollection(q)
-          }
-          return yield* Effect.fail(ApiError.of(Status.methodNotSupported({ group: r.group, resource: r.plural }, method.toLowerCase())))
-        }
-        if (crossNamespace) return yield* Effect.fail(notFoundPath())
-        switch (method) {
-          case "GET": {
-            if (route.watchPath || request.query.get("watch") === "true" || request.query.get("watch") === "1") {
-              // A watch on one object: a field selector on its name.
-              const params = new URLSearchParams(request.query)
-              params.set("fieldSelector", `metadata.name=${route.name}`)
-              const options = yield* fromEither(Query.list(params, true))
-              return yield* Rest.watch({ ...q, route: { ...route, name: undefined } }, options)
-            }
-            return yield* Rest.get(q, route.name)
-          }
-          case "PUT":
-            return yield* Rest.update(q, route.name)
-          case "PATCH":
-            return yield* Rest.patch(q, route.name)
-          case "DELETE":
-            if (route.subresource !== undefined) break
-            return yield* Rest.remove(q, route.name)
-        }
-        return yield* Effect.fail(ApiError.of(Status.methodNotSupported({ group: r.group, resource: r.plural }, method.toLowerCase())))
-      })
-
-    const discovery = (route: Router.Route, request: ApiRequest): Effect.Effect<ApiResponse, ApiError.ApiError> =>
-      Effect.suspend(() => {
-        if (request.method.toUpperCase() !== "GET") return Effect.fail(ApiError.of(Status.methodNotSupported("", request.method.toLowerCase())))
-        const accept = request.headers["accept"]
-        switch (route._tag) {
-          case "Version":
-            return Effect.succeed(json(200, Discovery.version(options.buildInfo)))
-          case "CoreVersions": {
-            const aggregated = Discovery.wantsAggregated(accept)
-            if (aggregated) return Effect.succeed(json(200, Discovery.aggregated(registry, "api", aggregated), { "content-type": aggregated, vary: "Accept" }))
-            return Effect.succeed(json(200, Discovery.apiVersions(options.address ?? ""), { vary: "Accept" }))
-          }
-          case "GroupList": {
-            const aggregated = Discovery.wantsAggregated(accept)
-            if (aggregated) return Effect.succeed(json(200, Discovery.aggregated(registry, "apis", aggregated), { "content-type": aggregated, vary: "Accept" }))
-            return Effect.succeed(json(200, Discovery.apiGroupList(registry), { vary: "Accept" }))
-          }
-          case "Group":
-            return Effect.map(fromEither(Discovery.apiGroup(registry, route.group)), (body) => json(200, body))
-          case "ResourceList":
-            return Effect.map(fromEither(Discovery.apiResourceList(registry, route.group, route.version)), (body) => json(200, body))
-          case "OpenApiV2":
-            // kubectl asks for protobuf first; answering JSON to a protobuf-only Accept would break it.
-            if (accept !== undefined && !/json|\*\/\*/.test(accept)) return Effect.fail(ApiError.of(Status.notAcceptable(["application/json"])))
-            return Effect.succeed(json(200, OpenApi.v2(registry)))
-          case "OpenApiV3":
-            return route.groupVersion === undefined
-              ? Effect.succeed(json(200, OpenApi.v3Index(registry)))
-              : Effect.map(fromEither(OpenApi.v3(registry, route.groupVersion)), (body) => json(200, body))
-          default:
-            return Effect.fail(notFoundPath())
-        }
-      })
+    const served: Served = { options, registry, ctx, extensions }
 
     const handle = (raw: Omit<ApiRequest, "user">): Effect.Effect<ApiResponse> => {
       const route = Router.route(raw.path)
@@ -351,9 +363,9 @@ export const make = (options: Options): Effect.Effect<ApiServer, never, Scope.Sc
         attributes = Authz.attributes(route, request)
         const decision = yield* authorize(attributes)
         if (!decision.allowed) return yield* Effect.fail(Authz.forbidden(attributes, decision.reason))
-        if (route._tag === "Resource") return yield* flowControl.serve(attributes, resource(route, request))
+        if (route._tag === "Resource") return yield* flowControl.serve(attributes, serveResource(served, route, request))
         if (route._tag === "Unknown") return yield* Effect.fail(notFoundPath())
-        return yield* discovery(route, request)
+        return yield* serveDiscovery(served, route, request)
       }).pipe(
         Effect.locally(Admission.currentNotes, notes),
         Effect.catchAll((e) => Effect.succeed(json(e.status.code ?? 500, e.status, e.headers ?? {}))),

@@ -1,35 +1,24 @@
 /**
- * JSON access shared by the admission plugins: total readers over untyped objects (never throw),
- * and reading stored objects straight from the store (plugins need revisions for compare-and-swap).
+ * What the admission plugins share beyond `object/`: label maps read as strings only, and
+ * reading stored objects straight from the store (plugins need revisions for compare-and-swap).
  */
 import { Effect, Either } from "effect"
 import * as Keys from "../../store/Keys.js"
 import type { KeyValue, StoreService } from "../../store/Store.js"
 import * as ApiError from "../../api/ApiError.js"
-import type { JsonObject } from "../../api/Registry.js"
+import { asObject, isJsonObject, type JsonObject } from "../../object/Json.js"
+import { metadataOf } from "../../object/Metadata.js"
 import type { Transformer } from "../../api/Transformer.js"
 
-/** A JSON object record. */
-export type Json = Record<string, unknown>
-
-/** `v` as an object, if it is one. */
-export const obj = (v: unknown): Json | undefined => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Json) : undefined)
-
-/** `v` as an array (empty otherwise). */
-export const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
-
-/** `v` as a string map (non-strings dropped). */
+/** `v` as a string map, keeping only its string entries (a webhook's patch may have written others). */
 export const strings = (v: unknown): Record<string, string> => {
   const out: Record<string, string> = {}
-  for (const [k, x] of Object.entries(obj(v) ?? {})) if (typeof x === "string") out[k] = x
+  for (const [k, x] of Object.entries(asObject(v))) if (typeof x === "string") out[k] = x
   return out
 }
 
-/** The metadata of an object. */
-export const meta = (o: unknown): Json => obj(obj(o)?.["metadata"]) ?? {}
-
-/** The labels of an object. */
-export const labels = (o: unknown): Record<string, string> => strings(meta(o)["labels"])
+/** The string-valued labels of an object (a copy; see `strings`). */
+export const labels = (o: unknown): Record<string, string> => strings(metadataOf(asObject(o))["labels"])
 
 /** Parse JSON without throwing. */
 export const parse = (text: string): Either.Either<unknown, string> =>
@@ -47,8 +36,8 @@ const decodeKv = (codec: Transformer, group: string, plural: string, kv: KeyValu
   const text = Either.try(() => codec.fromStore({ group, plural }, kv.value))
   if (Either.isLeft(text)) return undefined
   const parsed = parse(text.right)
-  const o = Either.isRight(parsed) ? obj(parsed.right) : undefined
-  return o === undefined ? undefined : { key: kv.key, revision: kv.modRevision, object: o }
+  const o = Either.isRight(parsed) ? parsed.right : undefined
+  return !isJsonObject(o) ? undefined : { key: kv.key, revision: kv.modRevision, object: o }
 }
 
 const unavailable = (group: string, plural: string, name: string) => (e: { readonly _tag: string }) =>

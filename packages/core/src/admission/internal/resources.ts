@@ -5,7 +5,7 @@
  */
 import { Either } from "effect"
 import * as Quantity from "../../model/Quantity.js"
-import { arr, obj } from "./json.js"
+import { asArray, asObject } from "../../object/Json.js"
 
 /** Resource name → quantity. */
 export type Amounts = ReadonlyMap<string, Quantity.Quantity>
@@ -13,7 +13,7 @@ export type Amounts = ReadonlyMap<string, Quantity.Quantity>
 /** Parse a ResourceList (invalid entries are skipped: decoding already refused them). */
 export const amounts = (list: unknown): Amounts => {
   const out = new Map<string, Quantity.Quantity>()
-  for (const [k, v] of Object.entries(obj(list) ?? {})) {
+  for (const [k, v] of Object.entries(asObject(list))) {
     const q = Quantity.parse(typeof v === "number" ? String(v) : typeof v === "string" ? v : "")
     if (Either.isRight(q)) out.set(k, q.right)
   }
@@ -28,8 +28,8 @@ export interface Requirements {
 
 /** The requirements of one container object. */
 export const containerRequirements = (container: unknown): Requirements => {
-  const resources = obj(obj(container)?.["resources"])
-  return { requests: amounts(resources?.["requests"]), limits: amounts(resources?.["limits"]) }
+  const resources = asObject(asObject(container)["resources"])
+  return { requests: amounts(resources["requests"]), limits: amounts(resources["limits"]) }
 }
 
 const addInto = (into: Map<string, Quantity.Quantity>, from: Amounts) => {
@@ -48,8 +48,8 @@ const maxInto = (into: Map<string, Quantity.Quantity>, from: Amounts) => {
 
 /** The containers and init containers of a pod. */
 export const containers = (pod: unknown): { readonly main: ReadonlyArray<unknown>; readonly init: ReadonlyArray<unknown> } => {
-  const spec = obj(obj(pod)?.["spec"])
-  return { main: arr(spec?.["containers"]), init: arr(spec?.["initContainers"]) }
+  const spec = asObject(asObject(pod)["spec"])
+  return { main: asArray(spec["containers"]), init: asArray(spec["initContainers"]) }
 }
 
 /** A pod's total requests and limits (Kubernetes' PodRequests / PodLimits, without overhead when `overhead` is false). */
@@ -69,7 +69,7 @@ export const podTotals = (pod: unknown, overhead = true): Requirements => {
     maxInto(limits, r.limits)
   }
   if (overhead) {
-    const o = amounts(obj(obj(pod)?.["spec"])?.["overhead"])
+    const o = amounts(asObject(asObject(pod)["spec"])["overhead"])
     addInto(requests, o)
     for (const [k, v] of o) if (limits.has(k)) limits.set(k, Quantity.add(limits.get(k)!, v))
   }
