@@ -121,7 +121,8 @@ export const resourceValue = (pod: Pod.Pod, container: Pod.Container, selector: 
   if (target === undefined) return undefined
   const m = /^(limits|requests)\.(.+)$/.exec(selector.resource)
   if (m === null) return undefined
-  const [, kind, resource] = m as unknown as [string, "limits" | "requests", string]
+  const kind = m[1] === "limits" ? "limits" : "requests"
+  const resource = m[2] ?? ""
   const raw = target.resources?.[kind]?.[resource] ?? (kind === "limits" ? allocatable[resource] : undefined) ?? "0"
   const value = Quantity.parse(raw)
   if (Either.isLeft(value)) return undefined

@@ -140,5 +140,5 @@ export const decode = (text: string | undefined): ReadonlyArray<Assignment> => {
 }
 
 /** The ports as the pod's `status.hostPorts` lists them. */
-export const status = (assignments: ReadonlyArray<Assignment>): ReadonlyArray<Record<string, unknown>> =>
+export const status = (assignments: ReadonlyArray<Assignment>): ReadonlyArray<Assignment> =>
   assignments.map((a) => ({ containerName: a.containerName, ...(a.name === undefined ? {} : { name: a.name }), containerPort: a.containerPort, protocol: a.protocol, hostPort: a.hostPort }))

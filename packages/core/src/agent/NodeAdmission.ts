@@ -13,7 +13,8 @@
  * then admitted, and the agent says in a Warning Event (`LimitsNotEnforced`) that its limits are not
  * applied. A limit the node silently ignored let a 64 Mi pod grow to 700 MB.
  */
-import type { JsonObject } from "../informer/Informer.js"
+import type { JsonObject } from "../object/Json.js"
+import * as Views from "../object/Views.js"
 import * as Snapshot from "../scheduler/Snapshot.js"
 
 /** Admitted, or refused with the pod status reason and message. */
@@ -78,12 +79,12 @@ export interface Enforced {
 
 /** The kinds of limit (`cpu`, `memory`) `pod`'s containers set that the node does not enforce. */
 export const unenforced = (pod: JsonObject, enforced: Enforced): ReadonlyArray<string> => {
-  const spec = (pod["spec"] ?? {}) as { readonly containers?: ReadonlyArray<JsonObject>; readonly initContainers?: ReadonlyArray<JsonObject> }
+  const spec = Views.pod(pod).spec
   const out = new Set<string>()
-  for (const c of [...(spec.initContainers ?? []), ...(spec.containers ?? [])]) {
-    const limits = ((c["resources"] as JsonObject | undefined)?.["limits"] ?? {}) as Readonly<Record<string, unknown>>
-    if (limits["cpu"] !== undefined && !enforced.cpu) out.add("cpu")
-    if (limits["memory"] !== undefined && !enforced.memory) out.add("memory")
+  for (const c of [...(spec?.initContainers ?? []), ...(spec?.containers ?? [])]) {
+    const limits = c.resources?.limits
+    if (limits?.["cpu"] !== undefined && !enforced.cpu) out.add("cpu")
+    if (limits?.["memory"] !== undefined && !enforced.memory) out.add("memory")
   }
   return ["cpu", "memory"].filter((k) => out.has(k))
 }

@@ -14,6 +14,7 @@ import * as Quantity from "../model/Quantity.js"
 import * as HostPorts from "./HostPorts.js"
 import * as PodSync from "./PodSync.js"
 import * as Probes from "./Probes.js"
+import { isJsonObject } from "../object/Json.js"
 import { rfc3339 } from "../object/Metadata.js"
 
 /** What a status is computed from. */
@@ -258,7 +259,7 @@ export const compute = (input: Input): Pod.PodStatus => {
     containerStatuses: statuses,
     qosClass: qosClassOf(pod.spec),
     ...(old.nominatedNodeName === undefined ? {} : { nominatedNodeName: old.nominatedNodeName }),
-    ...(hostPorts.length === 0 ? {} : ({ hostPorts } as object))
+    ...(hostPorts.length === 0 ? {} : { hostPorts })
   }
 }
 
@@ -270,10 +271,9 @@ const equal = (a: unknown, b: unknown): boolean => {
     if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false
     return a.every((x, i) => equal(x, b[i]))
   }
-  const ao = a as Record<string, unknown>
-  const bo = b as Record<string, unknown>
-  const keys = Object.keys(ao).filter((k) => ao[k] !== undefined)
-  return keys.length === Object.keys(bo).filter((k) => bo[k] !== undefined).length && keys.every((k) => equal(ao[k], bo[k]))
+  if (!isJsonObject(a) || !isJsonObject(b)) return false
+  const keys = Object.keys(a).filter((k) => a[k] !== undefined)
+  return keys.length === Object.keys(b).filter((k) => b[k] !== undefined).length && keys.every((k) => equal(a[k], b[k]))
 }
 
 /**

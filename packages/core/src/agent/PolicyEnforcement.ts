@@ -23,7 +23,9 @@ import type * as Pod from "../model/Pod.js"
 import * as NetworkPolicy from "../policy/NetworkPolicyRules.js"
 import * as Runtime from "../runtime/Runtime.js"
 import * as PolicySync from "./PolicySync.js"
+import { labelsOf, nameOf } from "../object/Metadata.js"
 import * as ResourceRefs from "../object/ResourceRefs.js"
+import * as PodStates from "./PodStates.js"
 
 
 /** How to run the loop. */
@@ -57,7 +59,7 @@ export interface PolicyEnforcement {
   readonly metrics: () => Metrics
 }
 
-const asPod = (o: Informer.JsonObject) => o as unknown as Pod.Pod
+const asPod = PodStates.asPod
 const uidOf = (p: Pod.Pod) => p.metadata.uid ?? ""
 const running = (p: Pod.Pod) => p.metadata.deletionTimestamp === undefined && p.status?.phase !== "Succeeded" && p.status?.phase !== "Failed"
 
@@ -102,9 +104,10 @@ export const make = (options: Options): Effect.Effect<PolicyEnforcement, never, 
     })
 
     const cluster = (): NetworkPolicy.Cluster => ({
+      // Stored NetworkPolicies, read without a decode for `Views.view`'s reason (the list is fresh: no copy).
       policies: policies.list() as unknown as ReadonlyArray<NetworkPolicyModel.NetworkPolicy>,
       pods: (peers?.pods.list() ?? []).map((o) => NetworkPolicy.podView(asPod(o))),
-      namespaces: new Map((peers?.namespaces.list() ?? []).map((n) => [String((n["metadata"] as Record<string, unknown>)["name"]), ((n["metadata"] as Record<string, unknown>)["labels"] ?? {}) as Record<string, string>]))
+      namespaces: new Map((peers?.namespaces.list() ?? []).map((n) => [nameOf(n), labelsOf(n)]))
     })
 
     const fail = (pod: Pod.Pod, desired: PolicySync.Desired, cause: string) =>
