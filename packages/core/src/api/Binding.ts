@@ -8,14 +8,13 @@
 import { Clock, Effect, Either } from "effect"
 import * as FieldError from "../model/FieldError.js"
 import * as Status from "../model/Status.js"
+import { asObject } from "../object/Json.js"
 import * as Keys from "../store/Keys.js"
 import type { SubresourceHandler } from "./ApiServer.js"
 import * as ApiError from "./ApiError.js"
 import * as Body from "./Body.js"
 import { json } from "./Http.js"
 import * as Objects from "./Objects.js"
-
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
 
 const fromEither = <A>(e: Either.Either<A, ApiError.ApiError>): Effect.Effect<A, ApiError.ApiError> =>
   Either.isRight(e) ? Effect.succeed(e.right) : Effect.fail(e.left)
@@ -41,7 +40,7 @@ export const handler: SubresourceHandler = {
       if ((body["kind"] !== undefined && body["kind"] !== "Binding") || (body["apiVersion"] !== undefined && body["apiVersion"] !== "v1")) {
         return yield* Effect.fail(ApiError.badRequest("the body must be a v1 Binding"))
       }
-      const target = obj(body["target"])
+      const target = asObject(body["target"])
       const node = target["name"]
       if (typeof node !== "string" || node === "") {
         return yield* Effect.fail(ApiError.of(Status.invalid({ group: "", kind: "Binding" }, name, [FieldError.required("target.name")])))
@@ -54,24 +53,24 @@ export const handler: SubresourceHandler = {
       const kv = yield* context.store.get(key).pipe(Effect.mapError((e) => ApiError.fromStore(e, subject)))
       const pod = Objects.fromStored({ value: context.transformer.fromStore(context.resource, kv.value), modRevision: kv.modRevision })
       const m = Objects.meta(pod)
-      const wantUid = obj(body["metadata"])["uid"]
+      const wantUid = asObject(body["metadata"])["uid"]
       if (typeof wantUid === "string" && wantUid !== "" && wantUid !== m["uid"]) {
         return yield* Effect.fail(ApiError.of(Status.conflict({ group: "", resource: "pods" }, name, `Precondition failed: UID in precondition: ${wantUid}, UID in object meta: ${String(m["uid"])}`)))
       }
       if (m["deletionTimestamp"] !== undefined) {
         return yield* Effect.fail(ApiError.of(Status.conflict({ group: "", resource: "pods" }, name, "pod is being deleted, cannot be assigned to a host")))
       }
-      const spec = obj(pod["spec"])
+      const spec = asObject(pod["spec"])
       if (typeof spec["nodeName"] === "string" && spec["nodeName"] !== "") {
         return yield* Effect.fail(ApiError.of(Status.conflict({ group: "", resource: "pods" }, name, `pod ${name} is already assigned to node "${spec["nodeName"]}"`)))
       }
       const now = Objects.timestamp(yield* Clock.currentTimeMillis)
-      const status = obj(pod["status"])
+      const status = asObject(pod["status"])
       const conditions = (Array.isArray(status["conditions"]) ? (status["conditions"] as Array<Record<string, unknown>>) : []).filter((c) => c["type"] !== "PodScheduled")
-      const annotations = obj(obj(body["metadata"])["annotations"])
+      const annotations = asObject(asObject(body["metadata"])["annotations"])
       const next = {
         ...pod,
-        metadata: Object.keys(annotations).length > 0 ? { ...m, annotations: { ...obj(m["annotations"]), ...annotations } } : m,
+        metadata: Object.keys(annotations).length > 0 ? { ...m, annotations: { ...asObject(m["annotations"]), ...annotations } } : m,
         spec: { ...spec, nodeName: node },
         // A bound pod no longer waits for a nominated node (kube-apiserver clears it too, since 1.34).
         status: { ...withoutNomination(status), conditions: [...conditions, { type: "PodScheduled", status: "True", lastProbeTime: null, lastTransitionTime: now }] }

@@ -6,6 +6,7 @@
 import { Either } from "effect"
 import * as YAML from "yaml"
 import * as Status from "../model/Status.js"
+import { isJsonObject } from "../object/Json.js"
 import * as ApiError from "./ApiError.js"
 import { depthAtMost } from "./internal/patchValue.js"
 
@@ -125,6 +126,6 @@ const parseJson = (text: string): Either.Either<unknown, ApiError.ApiError> => {
 
 /** A JSON object (not an array or a scalar), or a 400. */
 export const asObject = (value: unknown): Either.Either<Record<string, unknown>, ApiError.ApiError> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-    ? Either.right(value as Record<string, unknown>)
+  isJsonObject(value)
+    ? Either.right(value)
     : Either.left(ApiError.badRequest("the request body must be a JSON object"))

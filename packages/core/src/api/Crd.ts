@@ -12,6 +12,7 @@ import * as FieldError from "../model/FieldError.js"
 import * as Meta from "../model/Meta.js"
 import * as Keys from "../store/Keys.js"
 import type { StoreService } from "../store/Store.js"
+import { isJsonObject } from "../object/Json.js"
 import * as Objects from "./Objects.js"
 import type { JsonObject, PrinterColumn, Registry, Resource, Strategy } from "./Registry.js"
 import * as Strategies from "./Strategies.js"
@@ -22,8 +23,9 @@ export const cleanupFinalizer = "customresourcecleanup.apiextensions.k8s.io"
 /** Where CRDs live in the store. */
 export const crdPrefix = Keys.prefix("apiextensions.k8s.io", "customresourcedefinitions")
 
-type Json = Record<string, unknown>
-const obj = (v: unknown): Json | undefined => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Json) : undefined)
+// CRD schemas and custom objects are arbitrary JSON: `obj` tells an absent part from an empty one.
+type Json = JsonObject
+const obj = (v: unknown): Json | undefined => (isJsonObject(v) ? v : undefined)
 
 /** Kubernetes' x-kubernetes-* extensions, rewritten into plain JSON Schema for Ajv. */
 const toJsonSchema = (schema: unknown): unknown => {
@@ -83,7 +85,7 @@ const toFieldErrors = (errors: ReadonlyArray<ErrorObject>, value: unknown): Arra
       const missing = String((e.params as { missingProperty?: string }).missingProperty)
       return FieldError.required(path === "" ? missing : `${path}.${missing}`)
     }
-    const actual = parts.reduce<unknown>((v, p) => (typeof v === "object" && v !== null ? (v as Json)[p] : undefined), value)
+    const actual = parts.reduce<unknown>((v, p) => (typeof v === "object" && v !== null ? Reflect.get(v, p) : undefined), value)
     if (e.keyword === "enum") {
       return FieldError.notSupported(path, actual, ((e.params as { allowedValues?: Array<unknown> }).allowedValues ?? []).map(String))
     }
@@ -98,7 +100,7 @@ const compile = (schema: unknown): ValidateFunction | undefined => {
 /** Evaluate a simple printer-column JSONPath (`.spec.replicas`, `.status.conditions[0].type`). */
 const jsonPath = (path: string) => (o: JsonObject): unknown => {
   const parts = path.replace(/^\{?\.?/, "").replace(/\}$/, "").split(/\.|\[(\d+)\]/).filter((p) => p !== undefined && p !== "")
-  return parts.reduce<unknown>((v, p) => (typeof v === "object" && v !== null ? (v as Json)[p] : undefined), o)
+  return parts.reduce<unknown>((v, p) => (typeof v === "object" && v !== null ? Reflect.get(v, p) : undefined), o)
 }
 
 const crStrategy = (hasStatus: boolean): Strategy => ({
@@ -156,7 +158,7 @@ export const resourcesOf = (crd: JsonObject): ReadonlyArray<Resource> => {
           const o = obj(input)
           if (!o) return Either.left([FieldError.invalid("", input, "must be an object")])
           const unknown: Array<string> = []
-          const pruned = prune(o, schema, "", unknown, true) as Json
+          const pruned = prune(o, schema, "", unknown, true) as Json // pruning an object yields an object
           const errors: Array<FieldError.FieldError> = []
           if (strict) errors.push(...unknown.map(FieldError.unknownField))
           const metadata = decodeObject(Meta.ObjectMeta, pruned["metadata"] ?? {}, { strict })
@@ -167,7 +169,7 @@ export const resourcesOf = (crd: JsonObject): ReadonlyArray<Resource> => {
           delete body["metadata"]
           if (validate && !validate(body)) errors.push(...toFieldErrors(validate.errors ?? [], body))
           if (errors.length > 0) return Either.left(errors)
-          return Either.right({ apiVersion: o["apiVersion"], kind: o["kind"], ...body, metadata: Either.getOrThrow(metadata) } as JsonObject)
+          return Either.right<JsonObject>({ apiVersion: o["apiVersion"], kind: o["kind"], ...body, metadata: Either.getOrThrow(metadata) })
         },
         strategy: crStrategy(hasStatus),
         openapi: { _tag: "JsonSchema", schema },

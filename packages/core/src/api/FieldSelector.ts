@@ -7,7 +7,9 @@
 import { Either } from "effect"
 import type { KindInfo } from "../model/Kinds.js"
 import * as ApiError from "./ApiError.js"
-import { asString } from "../object/Json.js"
+import { asArray, asObject, asString, type JsonObject } from "../object/Json.js"
+import * as Metadata from "../object/Metadata.js"
+import * as Views from "../object/Views.js"
 
 /** One term: `field=value` (also written `==`) or `field!=value`. */
 export interface Requirement {
@@ -122,9 +124,6 @@ export const format = (selector: FieldSelector): string =>
 // Per-kind selectable fields, as kube-apiserver's field label conversion functions and
 // `ToSelectableFields` define them (pkg/apis/core/v1/conversion.go, pkg/registry/*/strategy.go).
 
-type Obj = Record<string, unknown>
-
-const obj = (v: unknown): Obj => (typeof v === "object" && v !== null ? (v as Obj) : {})
 const bool = (v: unknown): string => (v === true ? "true" : "false")
 const int = (v: unknown): string => (typeof v === "number" ? String(Math.trunc(v)) : "0")
 
@@ -133,7 +132,7 @@ interface KindFields {
   readonly supported: ReadonlySet<string>
   readonly aliases?: Readonly<Record<string, string>>
   /** The kind-specific fields (metadata fields are added for every kind). */
-  readonly extract?: (o: Obj) => Record<string, string>
+  readonly extract?: (o: JsonObject) => Record<string, string>
 }
 
 const meta = ["metadata.name", "metadata.namespace"] as const
@@ -154,31 +153,30 @@ const tables: Readonly<Record<string, KindFields>> = {
     // Old v1 clients sent `spec.host`; kube-apiserver still converts it.
     aliases: { "spec.host": "spec.nodeName" },
     extract: (o) => {
-      const spec = obj(o["spec"])
-      const status = obj(o["status"])
-      const podIPs = Array.isArray(status["podIPs"]) ? (status["podIPs"] as Array<unknown>) : []
+      const { spec, status } = Views.pod(o)
+      const podIPs = asArray(status?.podIPs)
       // Kubernetes derives status.podIP from the first entry of status.podIPs.
-      const podIP = podIPs.length > 0 ? asString(obj(podIPs[0])["ip"]) : asString(status["podIP"])
+      const podIP = podIPs.length > 0 ? asString(asObject(podIPs[0])["ip"]) : asString(status?.podIP)
       return {
-        "spec.nodeName": asString(spec["nodeName"]),
-        "spec.restartPolicy": asString(spec["restartPolicy"]),
-        "spec.schedulerName": asString(spec["schedulerName"]),
-        "spec.serviceAccountName": asString(spec["serviceAccountName"]),
-        "spec.hostNetwork": bool(spec["hostNetwork"]),
-        "status.phase": asString(status["phase"]),
+        "spec.nodeName": asString(spec?.nodeName),
+        "spec.restartPolicy": asString(spec?.restartPolicy),
+        "spec.schedulerName": asString(spec?.schedulerName),
+        "spec.serviceAccountName": asString(spec?.serviceAccountName),
+        "spec.hostNetwork": bool(spec?.hostNetwork),
+        "status.phase": asString(status?.phase),
         "status.podIP": podIP,
-        "status.nominatedNodeName": asString(status["nominatedNodeName"])
+        "status.nominatedNodeName": asString(status?.nominatedNodeName)
       }
     }
   },
   // Cluster-scoped kinds with their own conversion function do not accept metadata.namespace.
   "v1/Node": {
     supported: new Set(["metadata.name", "spec.unschedulable"]),
-    extract: (o) => ({ "spec.unschedulable": bool(obj(o["spec"])["unschedulable"]) })
+    extract: (o) => ({ "spec.unschedulable": bool(Views.node(o).spec?.unschedulable) })
   },
   "v1/Namespace": {
     supported: new Set(["metadata.name", "status.phase"]),
-    extract: (o) => ({ "status.phase": asString(obj(o["status"])["phase"]) })
+    extract: (o) => ({ "status.phase": asString(Views.namespace(o).status?.phase) })
   },
   "v1/Event": {
     supported: new Set([
@@ -196,9 +194,10 @@ const tables: Readonly<Record<string, KindFields>> = {
       "type"
     ]),
     extract: (o) => {
-      const ref = obj(o["involvedObject"])
+      const event = Views.event(o)
+      const ref = asObject(event.involvedObject)
       // `source` is source.component, falling back to the reporting controller.
-      const component = asString(obj(o["source"])["component"])
+      const component = asString(event.source?.component)
       return {
         "involvedObject.kind": asString(ref["kind"]),
         "involvedObject.namespace": asString(ref["namespace"]),
@@ -221,13 +220,13 @@ const tables: Readonly<Record<string, KindFields>> = {
   "v1/Service": {
     supported: new Set([...meta, "spec.clusterIP", "spec.type"]),
     extract: (o) => {
-      const spec = obj(o["spec"])
-      return { "spec.clusterIP": asString(spec["clusterIP"]), "spec.type": asString(spec["type"]) }
+      const spec = Views.service(o).spec
+      return { "spec.clusterIP": asString(spec?.clusterIP), "spec.type": asString(spec?.type) }
     }
   },
   "apps/v1/ReplicaSet": {
     supported: new Set([...meta, "status.replicas"]),
-    extract: (o) => ({ "status.replicas": int(obj(o["status"])["replicas"]) })
+    extract: (o) => ({ "status.replicas": int(Views.replicaSet(o).status?.replicas) })
   }
 }
 
@@ -295,9 +294,8 @@ export const exactValue = (selector: FieldSelector, field: string): string | und
 export const extractor = (kind: KindRef): ((object: unknown) => Fields) => {
   const extract = tableFor(kind).extract
   return (object) => {
-    const o = obj(object)
-    const m = obj(o["metadata"])
-    const base = { "metadata.name": asString(m["name"]), "metadata.namespace": asString(m["namespace"]) }
+    const o = asObject(object)
+    const base = { "metadata.name": Metadata.nameOf(o), "metadata.namespace": Metadata.namespaceOf(o) }
     return extract === undefined ? base : { ...base, ...extract(o) }
   }
 }

@@ -12,21 +12,21 @@ import type { KeyValue } from "../store/Store.js"
 import * as ApiError from "./ApiError.js"
 import { maxObjectBytes } from "./Body.js"
 import type { JsonObject, Resource } from "./Registry.js"
-import { jsonEqual } from "../object/Json.js"
+import { asObject, jsonEqual } from "../object/Json.js"
+import { metadataOf } from "../object/Metadata.js"
 
 /** An object's metadata as a mutable-free record. */
 export type Metadata = Record<string, unknown>
 
-/** The metadata of an object (empty when absent). */
-export const meta = (o: JsonObject): Metadata =>
-  typeof o["metadata"] === "object" && o["metadata"] !== null ? (o["metadata"] as Metadata) : {}
+/** The metadata of an object (empty when absent): `Metadata.metadataOf`, under the name the API code reads it by. */
+export const meta: (o: JsonObject) => Metadata = metadataOf
 
 /** The object with its metadata replaced. */
 export const withMeta = (o: JsonObject, m: Metadata): JsonObject => ({ ...o, metadata: m })
 
 /** Read a stored value as the API serves it: `metadata.resourceVersion` is the key's revision. */
 export const fromStored = (kv: Pick<KeyValue, "value" | "modRevision">): JsonObject => {
-  const o = JSON.parse(kv.value) as JsonObject
+  const o = JSON.parse(kv.value) as JsonObject // the store holds only objects the API wrote
   return withMeta(o, { ...meta(o), resourceVersion: String(kv.modRevision) })
 }
 
@@ -151,8 +151,7 @@ export const prepareUpdate = (
     next = { ...old, status: decoded["status"] }
   } else if (target === "finalize") {
     // A Namespace's `finalize` subresource changes only spec.finalizers.
-    const spec = (decoded["spec"] ?? {}) as Record<string, unknown>
-    next = { ...old, spec: { ...((old["spec"] ?? {}) as Record<string, unknown>), finalizers: spec["finalizers"] ?? [] } }
+    next = { ...old, spec: { ...asObject(old["spec"]), finalizers: asObject(decoded["spec"])["finalizers"] ?? [] } }
   } else {
     const metadata: Metadata = {
       ...newMeta,
@@ -178,8 +177,9 @@ export const prepareUpdate = (
     if (resource.subresources.status) next = { ...next, status: old["status"] }
     // Namespace finalizers change only through `finalize`, as in Kubernetes.
     if (resource.group === "" && resource.kind === "Namespace") {
-      next = { ...next, spec: { ...((next["spec"] ?? {}) as Record<string, unknown>), finalizers: ((old["spec"] ?? {}) as Record<string, unknown>)["finalizers"] } }
-      if ((next["spec"] as Record<string, unknown>)["finalizers"] === undefined) delete (next["spec"] as Record<string, unknown>)["finalizers"]
+      const spec: JsonObject = { ...asObject(next["spec"]), finalizers: asObject(old["spec"])["finalizers"] }
+      if (spec["finalizers"] === undefined) delete spec["finalizers"]
+      next = { ...next, spec }
     }
     if (next["status"] === undefined) delete next["status"]
     const errors = [...resource.strategy.validate(next), ...resource.strategy.validateUpdate(next, old)]

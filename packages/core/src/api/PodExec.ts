@@ -25,6 +25,8 @@ import { Clock, Effect, Either } from "effect"
 import * as FieldError from "../model/FieldError.js"
 import * as ProcessControl from "../model/ProcessControl.js"
 import * as Status from "../model/Status.js"
+import { asObject } from "../object/Json.js"
+import * as Metadata from "../object/Metadata.js"
 import * as Keys from "../store/Keys.js"
 import * as Admission from "./Admission.js"
 import type { SubresourceHandler } from "./ApiServer.js"
@@ -37,8 +39,6 @@ import * as PodLog from "./PodLog.js"
 import type { JsonObject, Registry, Resource } from "./Registry.js"
 import type { StoreService } from "../store/Store.js"
 import type { Transformer } from "./Transformer.js"
-
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
 
 const fromEither = <A>(e: Either.Either<A, ApiError.ApiError>): Effect.Effect<A, ApiError.ApiError> =>
   Either.isRight(e) ? Effect.succeed(e.right) : Effect.fail(e.left)
@@ -115,13 +115,13 @@ const forbidden = (sub: string, pod: string, detail: string) => ApiError.of(Stat
 const target = (context: Context, namespace: string, name: string, wanted: string, sub: string) =>
   Effect.gen(function* () {
     const pod = yield* PodLog.readPod(context, namespace, name)
-    const phase = String(obj(pod["status"])["phase"] ?? "")
+    const phase = String(asObject(pod["status"])["phase"] ?? "")
     if (phase === "Succeeded" || phase === "Failed") {
       return yield* Effect.fail(ApiError.badRequest(`cannot ${sub === "exec" ? "exec into" : "signal"} a container in a completed pod; current phase is ${phase}`))
     }
     const container = yield* fromEither(PodLog.chooseContainer(pod, wanted))
     const node = yield* fromEither(PodLog.nodeOf(pod, container))
-    return { pod, node, container, uid: String(Objects.meta(pod)["uid"] ?? ""), labels: (obj(Objects.meta(pod)["labels"]) as Record<string, string>) }
+    return { pod, node, container, uid: String(Objects.meta(pod)["uid"] ?? ""), labels: Metadata.labelsOf(pod) }
   })
 
 /** Gate 2: some ProcessControl in the namespace covers the pod and the action. */

@@ -65,8 +65,9 @@ const statusDecoder = (schema: Schema.Schema.AnyNoContext): Pick<Resource, "deco
   const fields = (schema as { readonly fields?: Readonly<Record<string, Schema.Struct.Field>> }).fields
   const status = fields?.["status"]
   if (status === undefined) return {}
+  // Typed as a decoder of unknown input, as `decodeObject` takes it.
   const only = Schema.Struct({ status }) as unknown as Schema.Schema<unknown, unknown, never>
-  return { decodeStatus: (input, strict) => Either.map(decodeObject(only, input, { strict }), (o) => o as JsonObject) }
+  return { decodeStatus: (input, strict) => Either.map(decodeObject(only, input, { strict }), (o) => o as JsonObject) } // a Struct decodes to an object
 }
 
 /** A built-in kind as a served resource. */
@@ -85,6 +86,7 @@ export const builtIn = (info: Kinds.KindInfo): Resource => {
     categories: Strategies.categories(info.kind),
     subresources: Strategies.subresources(info.kind),
     decode: (input, strict) =>
+      // Every built-in kind's Schema is a Struct without context, so it decodes to an object.
       Either.map(decodeObject(info.schema as Schema.Schema<unknown, unknown, never>, input, { strict }), (o) => o as JsonObject),
     ...statusDecoder(info.schema),
     strategy,

@@ -10,6 +10,8 @@ import * as FieldError from "../model/FieldError.js"
 import * as LabelSelector from "../model/LabelSelector.js"
 import * as Scalars from "../model/Scalars.js"
 import * as Status from "../model/Status.js"
+import { asObject } from "../object/Json.js"
+import * as Views from "../object/Views.js"
 import * as ContinueToken from "../store/ContinueToken.js"
 import * as Keys from "../store/Keys.js"
 import type { KeyValue, StoreService, TxnOp, TxnResult } from "../store/Store.js"
@@ -395,7 +397,7 @@ const finalized = (r: Req["resource"], o: JsonObject): boolean => {
   // A pod its node has not yet stopped outlives its last finalizer: the node's grace-0 delete ends it.
   if (Number(m["deletionGracePeriodSeconds"] ?? 0) !== 0) return false
   if (r.group === "" && r.kind === "Namespace") {
-    const specFinalizers = ((o["spec"] ?? {}) as Record<string, unknown>)["finalizers"]
+    const specFinalizers = Views.namespace(o).spec?.finalizers
     if (Array.isArray(specFinalizers) && specFinalizers.length > 0) return false
   }
   return true
@@ -466,7 +468,7 @@ export const patch = (q: Req, name: string) =>
       const patched = yield* fromEither(Either.mapLeft(Patch.apply(type, target, patchBody, `${r.apiVersion}/${r.kind}`), Patch.toApiError))
       const result = yield* Effect.either(
         q.route.subresource === "scale"
-          ? updateScale(q, name, patched as JsonObject, options.dryRun)
+          ? updateScale(q, name, patched as JsonObject, options.dryRun) // a Scale patched as JSON; updateScale reads it through total readers
           : Effect.gen(function* () {
               const body = yield* fromEither(Body.asObject(patched))
               yield* expectedRevision(r, name, body, kv)
@@ -477,7 +479,7 @@ export const patch = (q: Req, name: string) =>
             })
       )
       if (Either.isRight(result)) return result.right
-      const pinned = Objects.meta((patched ?? {}) as JsonObject)["resourceVersion"] !== Objects.meta(target)["resourceVersion"]
+      const pinned = Objects.meta(asObject(patched))["resourceVersion"] !== Objects.meta(target)["resourceVersion"]
       if (result.left.status.reason !== "Conflict" || pinned || attempt >= 4) return yield* Effect.fail(result.left)
     }
   })
@@ -502,12 +504,13 @@ const toScale = (q: Req, o: JsonObject) =>
   })
 
 const at = (o: unknown, path: string): unknown =>
-  path.split(".").reduce<unknown>((v, k) => (typeof v === "object" && v !== null ? (v as Record<string, unknown>)[k] : undefined), o)
+  path.split(".").reduce<unknown>((v, k) => (typeof v === "object" && v !== null ? Reflect.get(v, k) : undefined), o)
 
 const setAt = (o: JsonObject, path: string, value: unknown): JsonObject => {
   const [head, ...rest] = path.split(".")
   if (rest.length === 0) return { ...o, [head!]: value }
   const child = o[head!]
+  // An array on the path is indexed by key as any object (the cast says only that).
   return { ...o, [head!]: setAt(typeof child === "object" && child !== null ? (child as JsonObject) : {}, rest.join("."), value) }
 }
 
@@ -595,8 +598,8 @@ const deleteOnce = (q: Req, name: string, options: Query.DeleteOptions) =>
     if (options.propagationPolicy === "Orphan" && !finalizers.includes("orphan")) finalizers.push("orphan")
     if (options.propagationPolicy === "Foreground" && !finalizers.includes("foregroundDeletion")) finalizers.push("foregroundDeletion")
     // Pods on a node end gracefully: the agent stops them, then deletes with grace 0.
-    const spec = (old["spec"] ?? {}) as Record<string, unknown>
-    const phase = ((old["status"] ?? {}) as Record<string, unknown>)["phase"]
+    const spec = asObject(old["spec"])
+    const phase = asObject(old["status"])["phase"]
     const grace =
       r.apiVersion === "v1" && r.kind === "Pod" && spec["nodeName"] !== undefined && phase !== "Succeeded" && phase !== "Failed"
         ? (options.gracePeriodSeconds ?? Number(spec["terminationGracePeriodSeconds"] ?? 30))
@@ -609,8 +612,8 @@ const deleteOnce = (q: Req, name: string, options: Query.DeleteOptions) =>
         deletionTimestamp: Objects.timestamp(now + grace * 1000),
         deletionGracePeriodSeconds: grace
       })
-      if (namespaceFinalizers.length > 0) next = { ...next, status: { ...((old["status"] ?? {}) as object), phase: "Terminating" } }
-      if (Objects.meta(next)["finalizers"] === undefined) delete (Objects.meta(next) as Record<string, unknown>)["finalizers"]
+      if (namespaceFinalizers.length > 0) next = { ...next, status: { ...asObject(old["status"]), phase: "Terminating" } }
+      if (Objects.meta(next)["finalizers"] === undefined) delete Objects.meta(next)["finalizers"]
       yield* Admission.validate(q.ctx.admission, admissionRequest(q, "DELETE", old, old, options.dryRun))
       const stored = yield* write(q, next)
       if (options.dryRun) return json(200, next)

@@ -31,7 +31,7 @@ const at = (o: unknown, path: string): unknown => {
   for (const part of path.replace(/^\./, "").split(".")) {
     if (part === "") continue
     if (typeof v !== "object" || v === null) return undefined
-    v = (v as Record<string, unknown>)[part]
+    v = Reflect.get(v, part)
   }
   return v
 }

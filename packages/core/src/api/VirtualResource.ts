@@ -38,6 +38,7 @@ export const virtual = (o: VirtualOptions): Resource => ({
   shortNames: [],
   categories: [],
   subresources: { status: false, scale: undefined },
+  // A virtual resource's Schema is a Struct without context, so it decodes to an object.
   decode: (input, strict) => Either.map(decodeObject(o.schema as Schema.Schema<unknown, unknown, never>, input, { strict }), (x) => x as JsonObject),
   strategy: Strategies.neutral,
   openapi: { _tag: "Schema", schema: o.schema },

@@ -24,6 +24,7 @@ import { Clock, Effect, Either, Option, Schema } from "effect"
 import * as FieldError from "../../model/FieldError.js"
 import * as Status from "../../model/Status.js"
 import * as Validation from "../../model/Validation.js"
+import { asObject } from "../../object/Json.js"
 import * as Keys from "../../store/Keys.js"
 import type { KeyValue, StoreService, TxnOp } from "../../store/Store.js"
 import type { StoreError } from "../../store/StoreError.js"
@@ -189,7 +190,7 @@ const join = (store: StoreService, request: ApiRequest): Effect.Effect<ApiRespon
     const token = bearer(request.headers)
     if (token === undefined || !joinPattern.test(token)) return yield* Effect.fail(forbidden("nodejoins", "a NodeJoin is created with a join token as the bearer token"))
     const body = yield* bodyOf(request, "NodeJoin")
-    const spec = (typeof body["spec"] === "object" && body["spec"] !== null ? body["spec"] : {}) as Record<string, unknown>
+    const spec = asObject(body["spec"])
     const nodeName = spec["nodeName"]
     const problems = typeof nodeName !== "string" || nodeName === "" ? ["Required value"] : Validation.isDNS1123Subdomain(nodeName)
     if (typeof nodeName !== "string" || problems.length > 0) {
@@ -242,7 +243,7 @@ const join = (store: StoreService, request: ApiRequest): Effect.Effect<ApiRespon
 /** A stored record as the API shows it: without the token hash. */
 const shown = (kv: KeyValue): JsonObject => {
   const o = Objects.fromStored(kv)
-  const { tokenHash: _hash, ...spec } = (o["spec"] ?? {}) as Record<string, unknown>
+  const { tokenHash: _hash, ...spec } = asObject(o["spec"])
   return { ...o, spec }
 }
 
@@ -293,7 +294,7 @@ const virtual = (kind: string, plural: string, handle: (request: ApiRequest, rou
   shortNames: [],
   categories: [],
   subresources: { status: false, scale: undefined },
-  decode: (input) => Either.right(input as JsonObject),
+  decode: (input) => Either.right(input as JsonObject), // never reached: the resource's own handler reads its bodies
   strategy: Strategies.neutral,
   openapi: { _tag: "JsonSchema", schema: { type: "object", "x-kubernetes-preserve-unknown-fields": true } },
   printerColumns: [],
@@ -310,7 +311,7 @@ export const resources = (store: StoreService, options: { readonly joinTokenTtlS
     request.method.toUpperCase() === "POST" && route.name === undefined
       ? Effect.gen(function* () {
           const body = yield* bodyOf(request, "JoinToken")
-          const spec = (typeof body["spec"] === "object" && body["spec"] !== null ? body["spec"] : {}) as Record<string, unknown>
+          const spec = asObject(body["spec"])
           const ttl = spec["ttlSeconds"] ?? options.joinTokenTtlSeconds ?? defaultJoinTokenTtlSeconds
           if (typeof ttl !== "number" || !Number.isInteger(ttl) || ttl <= 0) {
             return yield* Effect.fail(ApiError.of(Status.invalid({ group, kind: "JoinToken" }, "", [FieldError.invalid("spec.ttlSeconds", ttl, "must be a positive integer")])))

@@ -14,6 +14,7 @@ import { Clock, Data, Effect, Either, Option } from "effect"
 import * as jose from "jose"
 import * as FieldError from "../../model/FieldError.js"
 import * as Status from "../../model/Status.js"
+import { asObject } from "../../object/Json.js"
 import * as Keys from "../../store/Keys.js"
 import type { StoreService } from "../../store/Store.js"
 import * as ApiError from "../ApiError.js"
@@ -250,7 +251,7 @@ export const tokenRequest = (config: Config): SubresourceHandler => ({
       if ((body["kind"] !== undefined && body["kind"] !== "TokenRequest") || (body["apiVersion"] !== undefined && body["apiVersion"] !== "authentication.k8s.io/v1")) {
         return yield* Effect.fail(ApiError.badRequest(`the body must be an authentication.k8s.io/v1 TokenRequest`))
       }
-      const spec = (typeof body["spec"] === "object" && body["spec"] !== null ? body["spec"] : {}) as Record<string, unknown>
+      const spec = asObject(body["spec"])
       const errors: Array<FieldError.FieldError> = []
       const audiences = spec["audiences"] ?? []
       if (!Array.isArray(audiences) || audiences.some((a) => typeof a !== "string" || a === "")) errors.push(FieldError.invalid("spec.audiences", audiences, "must be a list of non-empty strings"))
@@ -258,7 +259,7 @@ export const tokenRequest = (config: Config): SubresourceHandler => ({
       if (typeof asked !== "number" || !Number.isInteger(asked)) errors.push(FieldError.invalid("spec.expirationSeconds", asked, "must be an integer"))
       else if (asked < minExpirationSeconds) errors.push(FieldError.invalid("spec.expirationSeconds", asked, "may not specify a duration less than 10 minutes"))
       const ref = spec["boundObjectRef"]
-      const bound = ref === undefined || ref === null ? undefined : typeof ref === "object" && !Array.isArray(ref) ? (ref as Record<string, unknown>) : {}
+      const bound = ref === undefined || ref === null ? undefined : asObject(ref)
       if (bound !== undefined) {
         // Only pods are bindable here (Kubernetes also binds to Secrets and Nodes).
         if (bound["kind"] !== "Pod") errors.push(FieldError.notSupported("spec.boundObjectRef.kind", bound["kind"], ["Pod"]))
@@ -306,7 +307,7 @@ const boundPod = (
     const pod = yield* storedPod(store, namespace, name)
     if (Option.isNone(pod)) return yield* Effect.fail(ApiError.of(Status.notFound("pods", name)))
     const m = Objects.meta(pod.value)
-    const spec = (pod.value["spec"] ?? {}) as Record<string, unknown>
+    const spec = asObject(pod.value["spec"])
     if (uid !== undefined && m["uid"] !== uid) {
       const detail = `the UID in the bound object reference (${uid}) does not match the UID in record. The object might have been deleted and then recreated`
       return yield* node !== undefined ? refuse(detail) : Effect.fail(ApiError.of(Status.conflict("serviceaccounts/token", account, detail)))

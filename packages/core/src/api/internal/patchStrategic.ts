@@ -54,9 +54,9 @@ const fail = <A>(error: PatchError): Result<A> => Either.left(error)
 /** Applies a strategic merge patch (an object) to `document`; neither input is changed. */
 export const applyStrategicMergePatch = (document: unknown, patch: unknown, keys: MergeKeys): Result<unknown> => {
   if (!isObject(patch)) return fail(malformed(`invalid JSON document: a strategic merge patch is a JSON object, not ${jsonType(patch)}`))
-  const base = isObject(document) ? (clone(document) as JsonObject) : {}
+  const base = isObject(document) ? (clone(document) as JsonObject) : {} // a clone of an object is an object
   // Both are private copies from here on, so the merge may change them in place as Go's does.
-  return mergeMap(base, clone(patch) as JsonObject, "", keys)
+  return mergeMap(base, clone(patch) as JsonObject, "", keys) // likewise
 }
 
 const childPath = (path: string, field: string) => (path === "" ? field : `${path}.${field}`)
