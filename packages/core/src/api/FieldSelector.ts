@@ -295,7 +295,8 @@ export const extractor = (kind: KindRef): ((object: unknown) => Fields) => {
   const extract = tableFor(kind).extract
   return (object) => {
     const o = asObject(object)
-    const base = { "metadata.name": Metadata.nameOf(o), "metadata.namespace": Metadata.namespaceOf(o) }
+    const m = Metadata.metadataOf(o)
+    const base = { "metadata.name": asString(m["name"]), "metadata.namespace": asString(m["namespace"]) }
     return extract === undefined ? base : { ...base, ...extract(o) }
   }
 }
