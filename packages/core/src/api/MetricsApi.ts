@@ -88,7 +88,7 @@ const selected = (s: Selection, o: JsonObject) => {
   const m = Objects.meta(o)
   const fields: Record<string, string> = { "metadata.name": String(m["name"] ?? "") }
   if (m["namespace"] !== undefined) fields["metadata.namespace"] = String(m["namespace"])
-  return s.labels(m["labels"] as Record<string, string> | undefined) && s.fields(fields)
+  return s.labels(m["labels"] as Record<string, string> | undefined) && s.fields(fields) // labels passed the ObjectMeta schema
 }
 
 const metadataOf = (measured: JsonObject, now: number): JsonObject => {
@@ -167,6 +167,7 @@ export const resources = (source: MetricsSourceService, store: StoreService, opt
       kind: "NodeMetrics",
       plural: "nodes",
       schema: MetricsModel.NodeMetrics,
+      // The server builds these objects itself, with `usage` a quantity map.
       printerColumns: usageColumns((o) => (o["usage"] as Record<string, string> | undefined)?.["cpu"], (o) => (o["usage"] as Record<string, string> | undefined)?.["memory"]),
       handle: (request, route) =>
         serve(() => nodes, request, route, (s, now) =>

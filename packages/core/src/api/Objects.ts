@@ -105,6 +105,7 @@ export const prepareCreate = (resource: Resource, decoded: JsonObject, ctx: Crea
     }
     name = `${generateName}${randomSuffix(ctx.random)}`
   }
+  // Labels passed the ObjectMeta schema when the body was decoded.
   const labels = Meta.withRegionDefault({ labels: (m["labels"] as Record<string, string> | undefined) ?? {} }, ctx.region).labels
   const {
     resourceVersion: _rv,
@@ -165,6 +166,7 @@ export const prepareUpdate = (
     if (resource.namespaced) metadata["namespace"] = oldMeta["namespace"]
     for (const k of Object.keys(metadata)) if (metadata[k] === undefined) delete metadata[k]
     // A body that omits the region label keeps the stored one; only changing it is refused.
+    // Both metadata passed the ObjectMeta schema; the region helpers read only their labels.
     const oldRegion = Meta.regionOf(oldMeta as Meta.ObjectMeta)
     if (oldRegion !== undefined && Meta.regionOf(metadata as Meta.ObjectMeta) === undefined) {
       metadata["labels"] = { ...((metadata["labels"] as Record<string, string> | undefined) ?? {}), [Meta.RegionLabel]: oldRegion }

@@ -250,6 +250,7 @@ const listFromStore = (q: Req, filter: WatchCache.Filter, options: Query.ListOpt
     const prefix = Keys.prefix(r.group, r.plural, r.namespaced ? q.route.namespace : undefined)
     const fields = (o: JsonObject) => FieldSelector.fieldsOf(r, o)
     const matches = (o: JsonObject) =>
+      // Stored labels passed the ObjectMeta schema.
       (filter.label === undefined || filter.label(Objects.meta(o)["labels"] as Record<string, string> | undefined)) &&
       (filter.field === undefined || filter.field(fields(o)))
     const filtered = filter.label !== undefined || filter.field !== undefined
@@ -491,16 +492,18 @@ const toScale = (q: Req, o: JsonObject) =>
     if (!scale) return yield* Effect.fail(ApiError.of(Status.notFound({ group: q.resource.group, resource: `${q.resource.plural}/scale` }, String(Objects.meta(o)["name"]))))
     const m = Objects.meta(o)
     const selector = scale.labelSelectorPath === undefined ? undefined : at(o, scale.labelSelectorPath)
-    return {
+    const scaleObject: JsonObject = {
       kind: "Scale",
       apiVersion: "autoscaling/v1",
       metadata: { name: m["name"], namespace: m["namespace"], uid: m["uid"], resourceVersion: m["resourceVersion"], creationTimestamp: m["creationTimestamp"] },
       spec: { replicas: Number(at(o, scale.specReplicasPath) ?? 0) },
       status: {
         replicas: Number(at(o, scale.statusReplicasPath) ?? 0),
+        // The selector path of a scale subresource points at a LabelSelector (checked when the object was written).
         ...(selector !== undefined ? { selector: LabelSelector.formatSelector(selector as LabelSelector.LabelSelector) } : {})
       }
-    } as JsonObject
+    }
+    return scaleObject
   })
 
 const at = (o: unknown, path: string): unknown =>

@@ -55,7 +55,7 @@ export const plugin = (store: StoreService): Admission.Plugin => ({
     if (request.operation !== "CREATE" || request.resource.group !== "" || request.resource.plural !== "namespaces" || request.subresource !== "") {
       return Effect.succeed([])
     }
-    const region = Meta.regionOf(Objects.meta(request.object) as Meta.ObjectMeta) ?? "local"
+    const region = Meta.regionOf(Objects.meta(request.object) as Meta.ObjectMeta) ?? "local" // decoded metadata; only its labels are read
     return createOp(store, request.name, region)
   }
 })
@@ -81,7 +81,7 @@ export const ensure = (store: StoreService, region: string): Effect.Effect<void,
       const ns = Objects.fromStored(kv)
       const m = Objects.meta(ns)
       if (m["deletionTimestamp"] !== undefined || typeof m["name"] !== "string") continue
-      const ops = yield* Effect.orDie(createOp(store, m["name"], Meta.regionOf(m as Meta.ObjectMeta) ?? region))
+      const ops = yield* Effect.orDie(createOp(store, m["name"], Meta.regionOf(m as Meta.ObjectMeta) ?? region)) // as above
       if (ops.length > 0) yield* store.txn(ops).pipe(Effect.catchAll(ignoreExisting))
     }
   }).pipe(Effect.asVoid)

@@ -263,7 +263,7 @@ export class WatchCacheState {
       object,
       revision,
       namespace: typeof meta?.namespace === "string" ? meta.namespace : "",
-      labels: typeof labels === "object" && labels !== null ? (labels as Record<string, string>) : emptyLabels,
+      labels: typeof labels === "object" && labels !== null ? (labels as Record<string, string>) : emptyLabels, // stored labels passed the ObjectMeta schema
       fields: this.options.fields(object),
       added: undefined
     }
