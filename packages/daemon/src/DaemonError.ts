@@ -16,6 +16,12 @@ export class BootstrapError extends Data.TaggedError("BootstrapError")<{ readonl
 /** The HTTPS listener could not bind its address. */
 export class ListenError extends Data.TaggedError("ListenError")<{ readonly message: string }> {}
 
+/**
+ * A role has ended in failure and has already said why on stderr: the process exits with `code`
+ * (2 for bad flags, 1 for any other failure; `RoleRuntime.exitCode`).
+ */
+export class RoleExit extends Data.TaggedError("RoleExit")<{ readonly code: number }> {}
+
 /** Any failure of the daemon. */
 export type DaemonError = ConfigError | TlsError | BootstrapError | ListenError
 

@@ -23,7 +23,7 @@ import type { Worker } from "node:worker_threads"
 import * as HostFacts from "./agent/HostFacts.js"
 import * as HardStop from "./box/HardStop.js"
 import * as NodeThread from "./agent/NodeThread.js"
-import { ConfigError } from "./DaemonError.js"
+import { ConfigError, RoleExit } from "./DaemonError.js"
 import * as ServiceProxy from "./net/ServiceProxy.js"
 import * as Logging from "./observability/Logging.js"
 import * as Server from "./Server.js"
@@ -168,36 +168,36 @@ const node = (config: Config, thread: Worker, lost: Deferred.Deferred<never, { r
       )
   })
 
-/** `koder-fleet dev ...`: the exit code. */
-export const main = async (args: ReadonlyArray<string>): Promise<number> => {
-  if (args.includes("--help") || args.includes("-h")) {
-    console.log(usage)
-    return 0
-  }
-  const config = parseFlags(args)
-  if (Either.isLeft(config)) {
-    console.error(`koder-fleet dev: ${config.left.message}\n\n${usage}`)
-    return 2
-  }
-  const started = Date.now()
-  const kubeconfig = join(config.right.server.dataDir, "kubeconfig")
-  const ready = Effect.sync(() =>
-    console.log(
-      [
-        `koder-fleet dev: ready in ${Date.now() - started} ms`,
-        `  export KUBECONFIG=${kubeconfig}`,
-        "  then: npx kfleet apply -f examples/hello && curl http://hello.localhost:8080/ (docs/cli.md), or any Kubernetes client",
-        "  Ctrl-C stops the cluster and every workload it started"
-      ].join("\n")
+/** The `dev` role's program (`RoleRuntime.run`): parse flags, run until interrupted; bad flags fail with exit code 2. */
+export const program = (args: ReadonlyArray<string>): Effect.Effect<void, RoleExit> =>
+  Effect.suspend(() => {
+    if (args.includes("--help") || args.includes("-h")) return Effect.sync(() => console.log(usage))
+    const config = parseFlags(args)
+    if (Either.isLeft(config)) {
+      console.error(`koder-fleet dev: ${config.left.message}\n\n${usage}`)
+      return Effect.fail(new RoleExit({ code: 2 }))
+    }
+    const started = Date.now()
+    const kubeconfig = join(config.right.server.dataDir, "kubeconfig")
+    const ready = Effect.sync(() =>
+      console.log(
+        [
+          `koder-fleet dev: ready in ${Date.now() - started} ms`,
+          `  export KUBECONFIG=${kubeconfig}`,
+          "  then: npx kfleet apply -f examples/hello && curl http://hello.localhost:8080/ (docs/cli.md), or any Kubernetes client",
+          "  Ctrl-C stops the cluster and every workload it started"
+        ].join("\n")
+      )
     )
-  )
-  // A second Ctrl-C, or a stop past its deadline: nothing the box started outlives the process.
-  Shutdown.onHardStop(() => void HardStop.killAll(join(config.right.server.dataDir, "box")))
-  const thread = NodeThread.spawn()
-  const lost = Deferred.unsafeMake<never, { readonly message: string }>(FiberId.none)
-  try {
-    return await Server.mainWith(config.right.server, "dev", alongside(config.right, thread, lost), ready, Effect.raceFirst(Server.signal, Deferred.await(lost)))
-  } finally {
-    await thread.terminate()
-  }
-}
+    // A second Ctrl-C, or a stop past its deadline: nothing the box started outlives the process.
+    Shutdown.onHardStop(() => void HardStop.killAll(join(config.right.server.dataDir, "box")))
+    // The node's thread goes last, once the server (and the node's pods with it) has stopped.
+    return Effect.acquireUseRelease(
+      Effect.sync(() => NodeThread.spawn()),
+      (thread) => {
+        const lost = Deferred.unsafeMake<never, { readonly message: string }>(FiberId.none)
+        return Server.programWith(config.right.server, "dev", alongside(config.right, thread, lost), ready, Deferred.await(lost))
+      },
+      (thread) => Effect.promise(() => thread.terminate())
+    )
+  })

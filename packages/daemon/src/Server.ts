@@ -1,30 +1,32 @@
 /**
  * The `server` role: a member cluster's API server over HTTPS (DESIGN §1, §5). It reads its flags,
  * prepares the data dir (TLS material, bootstrap credentials), opens the store, serves core's API
- * handler, and on SIGTERM/SIGINT drains and exits 0.
+ * handler, and on SIGTERM/SIGINT (which interrupts it, `RoleRuntime`) drains and exits 0.
  *
  *   flags ─▶ data dir ─▶ Tls.ensure ─▶ Bootstrap.load ─▶ store ─▶ HttpServer ─▶ ApiServer
- *         ─▶ Bootstrap.publish (kubeconfig) ─▶ "listening" line ─▶ wait for a signal ─▶ drain
+ *         ─▶ Bootstrap.publish (kubeconfig) ─▶ "listening" line ─▶ wait to be interrupted ─▶ drain
  */
 import { AdmissionPlugins, ApiServer, PodCidr, Binding, Client, Controllers, Eviction, FlowControl, type Http, InProcess, MetricsApi, MetricsSource, NodeAccess, Placement, PodExec, PodLog, Registry, type Store } from "@koder/fleet-core"
 import { PgStore } from "@koder/fleet-store-pg"
 import { SqliteStore } from "@koder/fleet-store-sqlite"
-import { Cause, Duration, Effect, Either, Exit, Option, Scope } from "effect"
+import { Duration, Effect, Either, Exit, Scope } from "effect"
 import { homedir } from "node:os"
 import { join, resolve } from "node:path"
 import { parseArgs } from "node:util"
 import * as Bootstrap from "./Bootstrap.js"
 import * as ControlPlane from "./ControlPlane.js"
-import { ConfigError, describe, type DaemonError } from "./DaemonError.js"
+import { ConfigError, describe, type DaemonError, RoleExit } from "./DaemonError.js"
 import * as HttpServer from "./HttpServer.js"
 import * as DnsService from "./net/DnsService.js"
 import * as IngressProxy from "./net/IngressProxy.js"
 import * as RemoteNodeAccess from "./RemoteNodeAccess.js"
+import * as RoleRuntime from "./RoleRuntime.js"
 import { ensurePrivateDir } from "./internal/files.js"
 import * as Logging from "./observability/Logging.js"
 import * as MetricsServer from "./observability/MetricsServer.js"
 import * as SecurityFlags from "./security/Flags.js"
 import * as Security from "./security/Security.js"
+import * as Shutdown from "./Shutdown.js"
 import * as Tls from "./Tls.js"
 import * as ListenAddress from "./internal/listenAddress.js"
 
@@ -271,27 +273,6 @@ const openStore = (config: Config["store"]) =>
     ? SqliteStore.make({ filename: config.filename })
     : PgStore.make(config.schema === undefined ? { url: config.url } : { url: config.url, schema: config.schema })
 
-/** Resolves on the first SIGTERM or SIGINT; a second one exits at once. */
-export const signal: Effect.Effect<NodeJS.Signals> = Effect.async((resume) => {
-  const on = (s: NodeJS.Signals) => {
-    process.off("SIGTERM", on)
-    process.off("SIGINT", on)
-    const force = () => {
-      console.error("koder-fleet server: second signal, exiting without draining")
-      process.exit(1)
-    }
-    process.once("SIGTERM", force)
-    process.once("SIGINT", force)
-    resume(Effect.succeed(s))
-  }
-  process.once("SIGTERM", on)
-  process.once("SIGINT", on)
-  return Effect.sync(() => {
-    process.off("SIGTERM", on)
-    process.off("SIGINT", on)
-  })
-})
-
 /** What runs inside the server's process besides the API and the control plane (the dev role's agent and box). */
 export interface Alongside {
   /** The API's in-process handler; requests still pass authentication, authorization and admission. */
@@ -310,10 +291,13 @@ export interface Alongside {
   readonly dns: { readonly host: string; readonly port: number } | undefined
 }
 
-/** Run the server until `stop` completes (default: a signal), then drain and close. */
+/**
+ * Run the server until it is interrupted (a signal, `RoleRuntime`) or `stop` completes (default:
+ * never), then drain and close; a failure of `stop` closes it without the drain first.
+ */
 export const run = (
   config: Config,
-  stop: Effect.Effect<unknown, { readonly message: string }> = signal,
+  stop: Effect.Effect<unknown, { readonly message: string }> = Effect.never,
   alongside?: (context: Alongside) => Effect.Effect<void, DaemonError | { readonly message: string }, Scope.Scope>,
   role = "server",
   ready: Effect.Effect<void> = Effect.void
@@ -465,40 +449,35 @@ export const run = (
       console.log(`koder-fleet ${role} listening on https://${urlHost(http.address.host)}:${http.address.port} (kubeconfig: ${published.kubeconfig})`)
       yield* ready
 
-      const why = yield* stop
-      console.error(`koder-fleet ${role}: ${typeof why === "string" ? why : "stopping"}, draining`)
-      yield* http.shutdown
+      const drain = (why: unknown) =>
+        Effect.suspend(() => {
+          console.error(`koder-fleet ${role}: ${typeof why === "string" ? why : "stopping"}, draining`)
+          return http.shutdown
+        })
+      // Interrupted (a signal): the drain still comes first, before the scope's finalizers close the rest.
+      const why = yield* stop.pipe(Effect.onInterrupt(() => drain(Shutdown.signalled())))
+      yield* drain(why)
     })
   )
 
-/** The `server` role's entry: parse flags, run, answer the exit code. */
-export const main = async (args: ReadonlyArray<string>): Promise<number> => {
-  if (args.includes("--help") || args.includes("-h")) {
-    console.log(usage)
-    return 0
-  }
-  const config = parseFlags(args)
-  if (Either.isLeft(config)) {
-    console.error(`koder-fleet server: ${config.left.message}\n\n${usage}`)
-    return 2
-  }
-  return mainWith(config.right, "server")
-}
+/** The `server` role's program (`RoleRuntime.run`): parse flags, run until interrupted; bad flags fail with exit code 2. */
+export const program = (args: ReadonlyArray<string>): Effect.Effect<void, RoleExit> =>
+  Effect.suspend(() => {
+    if (args.includes("--help") || args.includes("-h")) return Effect.sync(() => console.log(usage))
+    const config = parseFlags(args)
+    if (Either.isLeft(config)) {
+      console.error(`koder-fleet server: ${config.left.message}\n\n${usage}`)
+      return Effect.fail(new RoleExit({ code: 2 }))
+    }
+    return programWith(config.right, "server")
+  })
 
-/** Run a server (with what `alongside` adds) until a signal; the exit code. */
-export const mainWith = async (
+/** Run a server (with what `alongside` adds) until interrupted; a failure is printed and ends it with exit code 1. */
+export const programWith = (
   config: Config,
   role: string,
   alongside?: (context: Alongside) => Effect.Effect<void, DaemonError | { readonly message: string }, Scope.Scope>,
   ready?: Effect.Effect<void>,
-  /** What ends the server (default: a signal); a failure ends it too, after the drain, with exit code 1. */
-  stop: Effect.Effect<unknown, { readonly message: string }> = signal
-): Promise<number> => {
-  const exit = await Effect.runPromiseExit(Logging.provide(run(config, stop, alongside, role, ready)))
-  if (Exit.isSuccess(exit)) return 0
-  const failure = Cause.failureOption(exit.cause).pipe(
-    Option.match({ onNone: () => Cause.pretty(exit.cause), onSome: (e) => e.message })
-  )
-  console.error(`koder-fleet ${role}: ${failure}`)
-  return 1
-}
+  /** What else ends the server (default: nothing but an interruption); its failure ends it too, with exit code 1. */
+  stop: Effect.Effect<unknown, { readonly message: string }> = Effect.never
+): Effect.Effect<void, RoleExit> => Logging.provide(run(config, stop, alongside, role, ready)).pipe(RoleRuntime.reportFailure(role))

@@ -1,7 +1,8 @@
 /**
- * Bounded shutdown for every role (issue 29 item 8). The roles stop gracefully on their own on
- * SIGINT/SIGTERM (the server drains, dev stops its pods, the agent and the box leave their
- * containers for the next start); this module makes sure that never takes longer than promised:
+ * Bounded shutdown for every role (issue 29 item 8). On SIGINT/SIGTERM a role stops gracefully
+ * (`RoleRuntime`: the signal interrupts its main fiber, and its finalizers run: the server drains,
+ * dev stops its pods, the agent and the box leave their containers for the next start); this
+ * module makes sure that never takes longer than promised:
  *
  *   first SIGINT/SIGTERM ─▶ the role's graceful stop (pods get min(their grace, --shutdown-grace))
  *                        └▶ deadline: --shutdown-grace + 15 s ─▶ hard stop ─▶ exit 1
@@ -28,10 +29,14 @@ export const usage = `
                          at once (dev: every pod's processes and holders SIGKILLed first)`
 
 let graceMs = defaultGraceMs
+let received: NodeJS.Signals | undefined
 const hardStops = new Set<() => void>()
 
 /** The configured grace in milliseconds. */
 export const grace = (): number => graceMs
+
+/** The first SIGINT/SIGTERM this process received (after `install`), if any: what a role says it is stopping for. */
+export const signalled = (): NodeJS.Signals | undefined => received
 
 /** The deadline after the first signal, in milliseconds. */
 export const deadline = (): number => graceMs + marginMs
@@ -86,6 +91,7 @@ export const install = (role: string, log: (line: string) => void = (line) => co
   const on = (signal: NodeJS.Signals) => {
     if (first) {
       first = false
+      received = signal
       const timer = setTimeout(() => {
         log(`not stopped ${Math.round(deadline() / 1000)} s after ${signal} (--shutdown-grace ${Math.round(graceMs / 1000)}s + ${marginMs / 1000}s): killing what is left and exiting`)
         hardStop(log)

@@ -1,14 +1,18 @@
 #!/usr/bin/env node
 /**
- * `koder-fleet`: the process entry point. Parses the role and hands over to its wiring.
+ * `koder-fleet`: the process entry point. Parses the role and runs its program as the process's
+ * main fiber (`RoleRuntime`: signals interrupt it, the exit code comes from its Exit).
  */
-import * as EventLoopScheduler from "./v8/EventLoopScheduler.js"
+import { Effect } from "effect"
+import { RoleExit } from "./DaemonError.js"
 import * as HeapGrowth from "./v8/HeapGrowth.js"
 import * as BaselineTier from "./v8/BaselineTier.js"
 import * as InliningBudget from "./v8/InliningBudget.js"
 import * as Logging from "./observability/Logging.js"
 import * as Roles from "./Roles.js"
+import * as RoleRuntime from "./RoleRuntime.js"
 import * as Shutdown from "./Shutdown.js"
+import * as EventLoopScheduler from "./v8/EventLoopScheduler.js"
 
 const version = "0.1.0"
 
@@ -33,8 +37,6 @@ for (const stream of [process.stdout, process.stderr]) {
   })
 }
 HeapGrowth.limit()
-// Before any fiber runs: every fiber of the process lets the event loop run between slices.
-EventLoopScheduler.install()
 const [command, ...given] = process.argv.slice(2)
 InliningBudget.limit(command)
 BaselineTier.apply(command)
@@ -54,26 +56,25 @@ if (logFlags._tag === "Left" || shutdownFlag._tag === "Left") {
   console.log(usage())
 } else {
   const role = Roles.parse(command)
-  // Before the role's own signal handlers: the deadline and the second signal's hard stop come first.
+  // Before runMain's signal handlers (RoleRuntime): the deadline and the second signal's hard stop come first.
   if (role !== undefined && Roles.available.includes(role)) Shutdown.install(role)
   if (role === undefined) {
     console.error(`koder-fleet: unknown role ${JSON.stringify(command)}\n\n${usage()}`)
     process.exitCode = 2
   } else if (role === "server") {
     // Loaded on demand: `version` and `--help` need none of the server's dependencies.
-    const Server = await import("./Server.js")
-    // Exit explicitly: a drained server must not linger on a stray handle.
-    process.exit(await Server.main(args))
+    RoleRuntime.run(Effect.flatMap(Effect.promise(() => import("./Server.js")), (Server) => Server.program(args)))
   } else if (role === "agent") {
-    const AgentRole = await import("./agent/AgentRole.js")
-    process.exit(await AgentRole.main(args))
+    RoleRuntime.run(Effect.flatMap(Effect.promise(() => import("./agent/AgentRole.js")), (AgentRole) => AgentRole.program(args)))
   } else if (role === "dev") {
-    const Dev = await import("./Dev.js")
-    process.exit(await Dev.main(args))
+    RoleRuntime.run(Effect.flatMap(Effect.promise(() => import("./Dev.js")), (Dev) => Dev.program(args)))
   } else if (role === "box") {
-    // Loaded on demand, like the server: the box needs none of the server's dependencies.
-    const Box = await import("./box/Box.js")
-    process.exit(await Box.main(args))
+    // Loaded on demand, like the server: the box needs none of the server's dependencies. The box
+    // stops on SIGINT/SIGTERM by itself (`Box.main`): not interrupted meanwhile, it finishes that stop.
+    const box = Effect.flatMap(Effect.promise(() => import("./box/Box.js")), (Box) =>
+      Effect.flatMap(EventLoopScheduler.defaultRuntime, (fibers) => Effect.promise(() => Box.main(args, fibers)))
+    )
+    RoleRuntime.run(Effect.uninterruptible(Effect.flatMap(box, (code) => (code === 0 ? Effect.void : Effect.fail(new RoleExit({ code }))))))
   } else if (!Roles.available.includes(role)) {
     console.log(
       `koder-fleet ${role}: not built yet. This build has dev, server, agent and box: run \`koder-fleet dev\` (see README.md).`

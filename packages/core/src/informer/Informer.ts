@@ -8,9 +8,10 @@
  * An informer also knows the newest resourceVersion it has applied, so a controller can wait
  * until it sees its own writes before deciding again (see `Controller.ts`).
  */
-import { Deferred, Effect, Fiber, Scope, Stream } from "effect"
+import { Deferred, Effect, Fiber, FiberRef, Scope, Stream } from "effect"
 import type * as Client from "../client/Client.js"
 import { metadataOf } from "../object/Metadata.js"
+import * as Views from "../object/Views.js"
 
 /** A JSON object from the API. */
 export type { JsonObject } from "../object/Json.js"
@@ -74,8 +75,8 @@ interface OwnerRef {
 }
 
 const nodeNameOf = (o: JsonObject): string | undefined => {
-  const spec = o["spec"]
-  const n = typeof spec === "object" && spec !== null ? (spec as Record<string, unknown>)["nodeName"] : undefined
+  // Any kind may be indexed; only pods have `spec.nodeName`, read through the pod view without a copy.
+  const n = Views.pod(o).spec?.nodeName
   return typeof n === "string" && n !== "" ? n : undefined
 }
 
@@ -217,13 +218,15 @@ export const make = (
 export const makeShared = (client: Client.Client): Effect.Effect<Informers, never, Scope.Scope> =>
   Effect.gen(function* () {
     const scope = yield* Effect.scope
+    // An informer started later, from a plain call, still runs on its creator's fiber scheduler.
+    const scheduler = yield* FiberRef.get(FiberRef.currentScheduler)
     const started = new Map<string, Informer>()
     return {
       for: (ref) => {
         const key = refKey(ref)
         let informer = started.get(key)
         if (informer === undefined) {
-          informer = Effect.runSync(Scope.extend(make(client, ref), scope))
+          informer = Effect.runSync(Effect.withScheduler(Scope.extend(make(client, ref), scope), scheduler))
           started.set(key, informer)
         }
         return informer

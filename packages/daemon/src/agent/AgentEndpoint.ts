@@ -21,7 +21,7 @@
  * Errors are Kubernetes `Status` objects, passed through by the server as they are.
  */
 import { Exposition, NodeAccess, PodLog, type Runtime, Status } from "@koder/fleet-core"
-import { Effect, Either, Exit, Stream } from "effect"
+import { Effect, Either, Exit, Runtime as EffectRuntime, Stream } from "effect"
 import { createServer, type Server } from "node:https"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { TLSSocket } from "node:tls"
@@ -72,8 +72,11 @@ export const start = async (options: {
   readonly sans: ReadonlyArray<string>
   /** Serve `/metrics`: what to render, and who besides the server may read it (a bearer token's check). */
   readonly metrics?: { readonly render: () => string; readonly authorize: (authorization: string | undefined) => Promise<Status.Status | undefined> }
+  /** What a request's effects run on (`EventLoopScheduler.defaultRuntime`: the role's fiber scheduler); default Effect's own. */
+  readonly fibers?: EffectRuntime.Runtime<never>
 }): Promise<Endpoint> => {
   const access = NodeAccess.fromRuntime(options.runtime, options.node)
+  const fibers = options.fibers ?? EffectRuntime.defaultRuntime
   const serving = await Tls.selfSigned(`${options.node}@fleet-agent`, options.sans)
   const metrics = options.metrics
   // Without /metrics every client must present the server's certificate at the handshake; with
@@ -107,13 +110,13 @@ export const start = async (options: {
       if (req.method !== "GET") return sendStatus(res, Status.methodNotSupported({ group: "", resource: "pods/log" }, String(req.method).toLowerCase()))
       const parsed = PodLog.parseOptions(url.searchParams)
       if (Either.isLeft(parsed)) return fail(parsed.left)
-      void Effect.runPromiseExit(access.logs(target, parsed.right)).then((exit) => {
+      void EffectRuntime.runPromiseExit(fibers)(access.logs(target, parsed.right)).then((exit) => {
         if (Exit.isFailure(exit)) return fail(Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error : exit.cause)
         res.writeHead(200, { "content-type": "text/plain; charset=utf-8" })
         res.flushHeaders()
         const abort = new AbortController()
         res.once("close", () => abort.abort())
-        void Effect.runPromise(Stream.runForEach(exit.value, (bytes) => Effect.promise(() => new Promise<void>((done) => (res.write(bytes) ? done() : res.once("drain", done))))), { signal: abort.signal })
+        void EffectRuntime.runPromise(fibers)(Stream.runForEach(exit.value, (bytes) => Effect.promise(() => new Promise<void>((done) => (res.write(bytes) ? done() : res.once("drain", done))))), { signal: abort.signal })
           .catch(() => undefined)
           .finally(() => res.end())
       })
@@ -133,7 +136,7 @@ export const start = async (options: {
                 (result) => JSON.stringify(result)
               )
             : Effect.as(access.signal(target, String(body["signal"] ?? "")), JSON.stringify({}))
-        void Effect.runPromiseExit(effect).then((exit) => {
+        void EffectRuntime.runPromiseExit(fibers)(effect).then((exit) => {
           if (Exit.isFailure(exit)) return fail(exit.cause._tag === "Fail" ? exit.cause.error : exit.cause)
           res.writeHead(200, { "content-type": "application/json" })
           res.end(exit.value)

@@ -17,8 +17,9 @@ import { homedir } from "node:os"
 import { join, resolve } from "node:path"
 import { connect, type PeerCertificate, type DetailedPeerCertificate } from "node:tls"
 import { parseArgs } from "node:util"
-import { Cause, Effect, Either, Exit, Option } from "effect"
+import { Effect, Either } from "effect"
 import { readIfExists, writeAtomic } from "../internal/files.js"
+import { RoleExit } from "../DaemonError.js"
 import * as Logging from "../observability/Logging.js"
 import * as MetricsServer from "../observability/MetricsServer.js"
 import { KboxClient } from "@koder/fleet-kbox-client"
@@ -28,6 +29,9 @@ import * as HostFacts from "./HostFacts.js"
 import { ServiceCatalog } from "@koder/fleet-core"
 import * as DnsService from "../net/DnsService.js"
 import * as ServiceProxy from "../net/ServiceProxy.js"
+import * as RoleRuntime from "../RoleRuntime.js"
+import * as Shutdown from "../Shutdown.js"
+import * as EventLoopScheduler from "../v8/EventLoopScheduler.js"
 
 /** `koder-fleet agent --help`. */
 export const usage = `usage: koder-fleet agent --server URL [flags]
@@ -198,29 +202,24 @@ export const resolveCa = async (config: Config): Promise<string> => {
   return pem
 }
 
-/** `koder-fleet agent ...`: runs until SIGTERM/SIGINT; the exit code. */
-export const main = async (args: ReadonlyArray<string>): Promise<number> => {
-  if (args.includes("--help") || args.includes("-h")) {
-    console.log(usage)
-    return 0
-  }
-  const parsed = parseFlags(args)
-  if (Either.isLeft(parsed)) {
-    console.error(`koder-fleet agent: ${parsed.left}\n\n${usage}`)
-    return 2
-  }
-  const config = parsed.right
-  const stop = Effect.async<NodeJS.Signals>((resume) => {
-    const on = (s: NodeJS.Signals) => resume(Effect.succeed(s))
-    process.once("SIGTERM", on)
-    process.once("SIGINT", on)
-    return Effect.sync(() => {
-      process.off("SIGTERM", on)
-      process.off("SIGINT", on)
-    })
+/** The `agent` role's program (`RoleRuntime.run`): parse flags, run until interrupted (SIGTERM/SIGINT); bad flags fail with exit code 2. */
+export const program = (args: ReadonlyArray<string>): Effect.Effect<void, RoleExit> =>
+  Effect.suspend(() => {
+    if (args.includes("--help") || args.includes("-h")) return Effect.sync(() => console.log(usage))
+    const parsed = parseFlags(args)
+    if (Either.isLeft(parsed)) {
+      console.error(`koder-fleet agent: ${parsed.left}\n\n${usage}`)
+      return Effect.fail(new RoleExit({ code: 2 }))
+    }
+    return Logging.provide(run(parsed.right)).pipe(RoleRuntime.reportFailure("agent"))
   })
-  const program = Effect.scoped(
+
+/** Run the agent until it is interrupted: then it stops, leaving its containers running for the next agent. */
+const run = (config: Config) =>
+  Effect.scoped(
     Effect.gen(function* () {
+      // The endpoint's requests run on this role's fiber scheduler.
+      const fibers = yield* EventLoopScheduler.defaultRuntime
       const ca = yield* Effect.tryPromise({ try: () => resolveCa(config), catch: (e) => new AgentProcess.AgentStartError({ message: e instanceof Error ? e.message : String(e) }) })
       // The endpoint listens first: the Node advertises the port it actually got.
       const nodeName = config.nodeName ?? HostFacts.defaultNodeName()
@@ -230,6 +229,7 @@ export const main = async (args: ReadonlyArray<string>): Promise<number> => {
         Effect.tryPromise({
           try: () =>
             AgentEndpoint.start({
+              fibers,
               runtime: box,
               node: nodeName,
               caPem: ca,
@@ -278,14 +278,7 @@ export const main = async (args: ReadonlyArray<string>): Promise<number> => {
         console.log(
           `koder-fleet agent: the box cannot enforce cpu and memory limits (no cgroup controllers); pods with limits ${config.allowUnenforcedLimits ? "run unenforced, each with a Warning Event" : "are refused (UnenforceableLimits; --allow-unenforced-limits runs them unenforced)"}`
         )
-      const why = yield* stop
       // Containers keep running: the next agent adopts them.
-      console.error(`koder-fleet agent: ${why}, stopping (containers keep running)`)
+      yield* Effect.never.pipe(Effect.onInterrupt(() => Effect.sync(() => console.error(`koder-fleet agent: ${Shutdown.signalled() ?? "interrupted"}, stopping (containers keep running)`))))
     })
   )
-  const exit = await Effect.runPromiseExit(Logging.provide(program))
-  if (Exit.isSuccess(exit)) return 0
-  const failure = Cause.failureOption(exit.cause).pipe(Option.match({ onNone: () => Cause.pretty(exit.cause), onSome: (e) => e.message }))
-  console.error(`koder-fleet agent: ${failure}`)
-  return 1
-}

@@ -25,8 +25,6 @@ try {
   // Not Linux, or no /proc: the name is only a convenience.
 }
 
-// This thread's fibers, like the main thread's, leave the event loop a turn every few milliseconds.
-EventLoopScheduler.install()
 const control = parentPort!
 const post = (message: FromWorker) => control.postMessage(message)
 // The modules are loaded (the imports above): wait for what to run.
@@ -49,11 +47,13 @@ const stopAsked = Effect.async<void>((resume) => {
 })
 
 const node = Effect.gen(function* () {
+  // The box's requests run on this thread's fiber scheduler too.
+  const fibers = yield* EventLoopScheduler.defaultRuntime
   const boxConfig = Box.parseFlags(["--data-dir", data.boxDir, "--socket", join(data.boxDir, "box.sock"), "--shim", data.shim, "--cgroups", data.cgroups ?? "auto", "--hide", dirname(data.boxDir), "--hide", data.agentDir, "--hide", MemoryDir.pathFor(data.agentDir)])
   if (typeof boxConfig === "string") return yield* Effect.fail({ message: boxConfig })
   const box = yield* Effect.acquireRelease(
     Effect.tryPromise({
-      try: () => Box.start(boxConfig),
+      try: () => Box.start(boxConfig, fibers),
       catch: (e) => ({ message: `cannot start the box in ${data.boxDir}: ${e instanceof Error ? e.message : String(e)}` })
     }),
     (b) => Effect.promise(() => b.close())
@@ -83,7 +83,8 @@ const node = Effect.gen(function* () {
 
 const level = LogLevel.allLevels.find((l) => l.label === data.logging?.level)
 if (data.logging !== undefined && level !== undefined) Logging.configure({ format: data.logging.format, level })
-const exit = await Effect.runPromiseExit(Logging.provide(Effect.scoped(node)))
+// This thread's fibers, like the main thread's, leave the event loop a turn every few milliseconds.
+const exit = await Effect.runPromiseExit(Logging.provide(Effect.scoped(node)).pipe(Effect.provide(EventLoopScheduler.layer())))
 if (Exit.isFailure(exit)) {
   const failure = Cause.failureOption(exit.cause).pipe(Option.match({ onNone: () => Cause.pretty(exit.cause), onSome: (e) => e.message }))
   post({ t: "failed", message: failure })

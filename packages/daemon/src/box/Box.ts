@@ -7,6 +7,7 @@
  *   flags ─▶ ProcessDriver.open (lock, load, re-adopt) ─▶ KboxServer.serve (socket 0600) ─▶ wait for a signal
  */
 import type { Runtime } from "@koder/fleet-core"
+import type { Runtime as EffectRuntime } from "effect"
 import { homedir } from "node:os"
 import { dirname, join, resolve } from "node:path"
 import { parseArgs } from "node:util"
@@ -123,8 +124,8 @@ export interface Box {
   readonly close: () => Promise<void>
 }
 
-/** Open the driver and serve it. */
-export const start = async (config: Config): Promise<Box> => {
+/** Open the driver and serve it; requests run on `fibers` (default: Effect's own runtime). */
+export const start = async (config: Config, fibers?: EffectRuntime.Runtime<never>): Promise<Box> => {
   const logRotation = { maxBytes: config.logMaxBytes, maxFiles: config.logMaxFiles }
   const driver =
     config.driver === "runc"
@@ -136,7 +137,7 @@ export const start = async (config: Config): Promise<Box> => {
   const runtime = driver.runtime
   let server: KboxServer.Handle
   try {
-    server = await KboxServer.serve(runtime, config.socketPath)
+    server = await KboxServer.serve(runtime, config.socketPath, fibers)
   } catch (e) {
     driver.close()
     throw e
@@ -153,8 +154,8 @@ export const start = async (config: Config): Promise<Box> => {
   }
 }
 
-/** `koder-fleet box ...`: returns the process exit code. */
-export const main = async (args: ReadonlyArray<string>): Promise<number> => {
+/** `koder-fleet box ...`: returns the process exit code; requests run on `fibers` (the role's fiber scheduler). */
+export const main = async (args: ReadonlyArray<string>, fibers?: EffectRuntime.Runtime<never>): Promise<number> => {
   // `koder-fleet box image import FILE --name NAME:TAG`: the image store, without a running box.
   if (args[0] === "image") return (await import("./Images.js")).cli(args.slice(1))
   if (args.includes("--help") || args.includes("-h")) {
@@ -168,7 +169,7 @@ export const main = async (args: ReadonlyArray<string>): Promise<number> => {
   }
   let box: Box
   try {
-    box = await start(config)
+    box = await start(config, fibers)
   } catch (e) {
     console.error(`koder-fleet box: ${e instanceof Error ? e.message : String(e)}`)
     return 1

@@ -8,7 +8,7 @@
  */
 import { Runtime } from "@koder/fleet-core"
 import { KboxWire } from "@koder/fleet-kbox-client"
-import { Cause, Effect, Exit, Fiber, Option, ParseResult, Schema, Stream } from "effect"
+import { Cause, Effect, Exit, Fiber, Option, ParseResult, Runtime as EffectRuntime, Schema, Stream } from "effect"
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, unlinkSync } from "node:fs"
 import { isMainThread } from "node:worker_threads"
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http"
@@ -199,14 +199,17 @@ const pipeStream = (
     res.end()
   })
 
-/** Serve `rt` on `socketPath` (mode 0600). Fails if another live server holds the socket. */
-export const serve = async (rt: Runtime.RuntimeService, socketPath: string): Promise<Handle> => {
+/**
+ * Serve `rt` on `socketPath` (mode 0600). Fails if another live server holds the socket. Requests
+ * run on `fibers` (the role's fiber scheduler, `EventLoopScheduler.defaultRuntime`).
+ */
+export const serve = async (rt: Runtime.RuntimeService, socketPath: string, fibers: EffectRuntime.Runtime<never> = EffectRuntime.defaultRuntime): Promise<Handle> => {
   await clearStaleSocket(socketPath)
   mkdirSync(dirname(socketPath), { recursive: true, mode: 0o700 })
   const streams = new Set<Fiber.RuntimeFiber<void>>()
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://localhost")
-    void Effect.runPromiseExit(route(rt, req, url)).then((exit) => {
+    void EffectRuntime.runPromiseExit(fibers)(route(rt, req, url)).then((exit) => {
       if (Exit.isFailure(exit)) {
         const failure = Cause.failureOption(exit.cause)
         const error = Option.isSome(failure)
@@ -221,11 +224,11 @@ export const serve = async (rt: Runtime.RuntimeService, socketPath: string): Pro
         res.writeHead(204)
         return res.end()
       }
-      const fiber = Effect.runFork(pipeStream(res, answer.stream))
+      const fiber = EffectRuntime.runFork(fibers)(pipeStream(res, answer.stream))
       streams.add(fiber)
       fiber.addObserver(() => streams.delete(fiber))
       // The client went away: stop following (unsubscribes from the container's output).
-      res.on("close", () => Effect.runFork(Fiber.interrupt(fiber)))
+      res.on("close", () => EffectRuntime.runFork(fibers)(Fiber.interrupt(fiber)))
     })
   })
   // Followed logs stay open for as long as the container runs.
@@ -256,7 +259,7 @@ export const serve = async (rt: Runtime.RuntimeService, socketPath: string): Pro
     socketPath,
     server,
     close: async () => {
-      await Promise.all([...streams].map((f) => Effect.runPromise(Fiber.interrupt(f))))
+      await Promise.all([...streams].map((f) => EffectRuntime.runPromise(fibers)(Fiber.interrupt(f))))
       await new Promise<void>((resolve) => {
         server.close(() => resolve())
         server.closeAllConnections()

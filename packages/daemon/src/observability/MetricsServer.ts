@@ -14,13 +14,14 @@
  * it; an address given explicitly must be free.
  */
 import { type ApiError, Authz, Exposition, type Http, Impersonation, InstrumentedStore, MetricRegistry, Status, type Store } from "@koder/fleet-core"
-import { Effect, Either, Exit, type Scope } from "effect"
+import { Effect, Either, Exit, Runtime, type Scope } from "effect"
 import { createHash } from "node:crypto"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import { ConfigError, ListenError } from "../DaemonError.js"
 import * as ProcessMetrics from "./ProcessMetrics.js"
 import * as ListenAddress from "../internal/listenAddress.js"
+import * as EventLoopScheduler from "../v8/EventLoopScheduler.js"
 
 /** Where to listen (`undefined`: off); `explicit` when the operator chose the address. */
 export type Listen = { readonly host: string; readonly port: number; readonly explicit: boolean } | undefined
@@ -86,6 +87,8 @@ export const start = (options: {
     const registry = options.registry ?? (yield* MetricRegistry.MetricRegistry)
     const stopProcess = ProcessMetrics.register(registry)
     yield* Effect.addFinalizer(() => Effect.sync(stopProcess))
+    // A scrape's check runs on the role's fiber scheduler, as its other requests do.
+    const fibers = yield* EventLoopScheduler.defaultRuntime
 
     const send = (res: ServerResponse, status: number, body: string, type = "application/json") => {
       res.writeHead(status, { "content-type": type, "content-length": Buffer.byteLength(body) })
@@ -96,7 +99,7 @@ export const start = (options: {
       if (path === "/healthz" || path === "/livez" || path === "/readyz") return send(res, 200, "ok", "text/plain")
       if (path !== "/metrics") return send(res, 404, JSON.stringify({ kind: "Status", apiVersion: "v1", status: "Failure", message: "not found", reason: "NotFound", code: 404 }))
       if (req.method !== "GET" && req.method !== "HEAD") return send(res, 405, JSON.stringify({ kind: "Status", apiVersion: "v1", status: "Failure", message: "only GET", reason: "MethodNotAllowed", code: 405 }))
-      void Effect.runPromise(options.gate(lowerCase(req.headers))).then((refused) => {
+      void Runtime.runPromise(fibers)(options.gate(lowerCase(req.headers))).then((refused) => {
         if (refused !== undefined) return send(res, refused.status.code ?? 403, JSON.stringify(refused.status))
         send(res, 200, render(registry), Exposition.contentType)
       })

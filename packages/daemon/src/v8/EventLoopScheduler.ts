@@ -19,7 +19,7 @@
  * Both shortened the agent benchmark's bursts (the measurements: docs/performance.md, "The fiber
  * scheduler: time slices and priorities").
  */
-import { Scheduler } from "effect"
+import { Effect, FiberId, FiberRef, FiberRefs, Layer, Runtime, Scheduler } from "effect"
 
 /** The slice a process's fibers run for before the event loop gets a turn. */
 export const DefaultSliceMs = 10
@@ -81,12 +81,21 @@ export const make = (sliceMs: number = DefaultSliceMs): Scheduler.Scheduler => {
 }
 
 /**
- * Make `scheduler` what every fiber of this thread runs on unless it asks for another: Effect
- * reads its default scheduler from one global object (every runtime, every `Effect.runPromise`),
- * so that object's methods are pointed at `scheduler`. Call once, at the thread's start.
+ * Every fiber of the effect this is provided to, and every fiber those fork, runs on a scheduler
+ * made by `make(sliceMs)`; nothing global changes (Effect's default scheduler stays its own).
+ * Provided at each role's root (`RoleRuntime`) and in dev's node thread.
  */
-export const install = (scheduler: Scheduler.Scheduler = make()): void => {
-  const global = Scheduler.defaultScheduler as unknown as Pick<Scheduler.Scheduler, "scheduleTask" | "shouldYield">
-  global.scheduleTask = (task, priority, fiber) => scheduler.scheduleTask(task, priority, fiber)
-  global.shouldYield = (fiber) => scheduler.shouldYield(fiber)
-}
+export const layer = (sliceMs: number = DefaultSliceMs): Layer.Layer<never> => Layer.setScheduler(make(sliceMs))
+
+/**
+ * Effect's default runtime, but on the calling fiber's scheduler: what a callback outside any
+ * fiber (a request to a plain `node:https` server) runs its effects with, so they share the
+ * role's time slices and priorities and nothing else changes (logger, context: Effect's defaults).
+ */
+export const defaultRuntime: Effect.Effect<Runtime.Runtime<never>> = Effect.map(FiberRef.get(FiberRef.currentScheduler), (scheduler) =>
+  Runtime.make({
+    context: Runtime.defaultRuntime.context,
+    runtimeFlags: Runtime.defaultRuntime.runtimeFlags,
+    fiberRefs: FiberRefs.updateAs(Runtime.defaultRuntime.fiberRefs, { fiberId: FiberId.none, fiberRef: FiberRef.currentScheduler, value: scheduler })
+  })
+)

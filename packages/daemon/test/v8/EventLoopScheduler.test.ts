@@ -1,4 +1,4 @@
-import { Effect, Fiber } from "effect"
+import { Effect, Fiber, Runtime, Scheduler } from "effect"
 import { describe, expect, it } from "vitest"
 import * as EventLoopScheduler from "../../src/v8/EventLoopScheduler.js"
 
@@ -25,6 +25,19 @@ describe("EventLoopScheduler: fibers leave the event loop a turn", () => {
     // A zero slice ends at every drain, so the count does not depend on the machine's speed.
     const scheduler = EventLoopScheduler.make(0)
     expect(await spinsBeforeIo((e) => Effect.runPromise(Effect.withScheduler(e, scheduler)))).toBeLessThanOrEqual(3)
+    expect(await spinsBeforeIo((e) => Effect.runPromise(e))).toBeGreaterThanOrEqual(1_000)
+  })
+
+  it("provided as a Layer, it runs the program, the fibers it forks and what its runtime runs later; Effect's default stays untouched", async () => {
+    const defaultTask = Scheduler.defaultScheduler.scheduleTask
+    const provided = <A>(e: Effect.Effect<A>) => Effect.runPromise(Effect.provide(e, EventLoopScheduler.layer(0)))
+    expect(await spinsBeforeIo(provided)).toBeLessThanOrEqual(3)
+    expect(await spinsBeforeIo((e) => provided(Effect.fork(e).pipe(Effect.flatMap(Fiber.join))))).toBeLessThanOrEqual(3)
+    // A callback outside any fiber (an HTTP request's) runs its effect with the runtime captured at the root.
+    const runtime = await provided(Effect.runtime<never>())
+    expect(await spinsBeforeIo((e) => Runtime.runPromise(runtime)(e))).toBeLessThanOrEqual(3)
+    // Nothing global changed: a program run without the layer still gets Effect's own scheduler.
+    expect(Scheduler.defaultScheduler.scheduleTask).toBe(defaultTask)
     expect(await spinsBeforeIo((e) => Effect.runPromise(e))).toBeGreaterThanOrEqual(1_000)
   })
 
