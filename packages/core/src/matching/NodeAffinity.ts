@@ -5,7 +5,7 @@
  * requirement on `metadata.name` holds), with the operators In, NotIn, Exists, DoesNotExist, Gt
  * and Lt, as upstream's `nodeaffinity.GetRequiredNodeAffinity`.
  */
-import type { JsonObject } from "../informer/Informer.js"
+import type { JsonObject } from "../object/Json.js"
 import { asArray, asObject, asString } from "../object/Json.js"
 
 const isInteger = (s: string) => /^[+-]?[0-9]+$/.test(s)

@@ -5,7 +5,7 @@
  * equal (`Equal`, the default). One rule for the scheduler's filter, the DaemonSet controller and
  * NoExecute eviction.
  */
-import type { JsonObject } from "../informer/Informer.js"
+import type { JsonObject } from "../object/Json.js"
 import { asArray, asObject, asString } from "../object/Json.js"
 
 
