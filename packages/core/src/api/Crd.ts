@@ -6,6 +6,7 @@
  * `customresourcecleanup` finalizer), as kube-apiserver does.
  */
 import Ajv, { type ErrorObject, type ValidateFunction } from "ajv"
+import addFormats from "ajv-formats"
 import { Effect, Either, Schedule, Stream } from "effect"
 import { decodeObject } from "../model/Decode.js"
 import * as FieldError from "../model/FieldError.js"
@@ -76,6 +77,8 @@ export const prune = (value: unknown, schema: unknown, path: string, unknown: Ar
 }
 
 const ajv = new Ajv({ allErrors: true, strict: false, useDefaults: true, coerceTypes: false })
+// `format:` keywords (date-time, email, uuid, ipv4, ...) are checked, as kube-apiserver checks them.
+addFormats(ajv)
 
 const toFieldErrors = (errors: ReadonlyArray<ErrorObject>, value: unknown): Array<FieldError.FieldError> =>
   errors.map((e) => {
