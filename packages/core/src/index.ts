@@ -88,7 +88,7 @@ export * as Authz from "./api/Authz.js"
 export * as Impersonation from "./api/Impersonation.js"
 export * as RbacApi from "./policy/RbacApi.js"
 
-// Authorization policy ([4/10])
+// Authorization policy
 export * as BootstrapPolicy from "./policy/BootstrapPolicy.js"
 export * as DisruptionBudget from "./policy/DisruptionBudget.js"
 export * as IpRange from "./network/IpRange.js"
@@ -100,7 +100,7 @@ export * as RbacIndex from "./policy/RbacIndex.js"
 export * as RbacRules from "./policy/RbacRules.js"
 export * as Transformer from "./api/Transformer.js"
 
-// Admission plugins ([4/10])
+// Admission plugins
 export * as AdmissionPlugins from "./admission/index.js"
 
 // Objects: the JSON every layer shares, metadata, conditions, pod rules and resource references
