@@ -1,6 +1,7 @@
 /**
  * The daemon's failures, one tagged class per edge: bad flags, TLS material, the bootstrap
- * credentials, the listening socket. Each carries a message fit to print before exiting.
+ * credentials, the listening socket, the agent's start, and a role's exit code. Each carries a
+ * message fit to print before exiting (the box's own errors are the kbox wire's, in core's Runtime).
  */
 import { Data } from "effect"
 
@@ -16,6 +17,9 @@ export class BootstrapError extends Data.TaggedError("BootstrapError")<{ readonl
 /** The HTTPS listener could not bind its address. */
 export class ListenError extends Data.TaggedError("ListenError")<{ readonly message: string }> {}
 
+/** The agent could not start: no usable credentials, no box, a refused join. */
+export class AgentStartError extends Data.TaggedError("AgentStartError")<{ readonly message: string }> {}
+
 /**
  * A role has ended in failure and has already said why on stderr: the process exits with `code`
  * (2 for bad flags, 1 for any other failure; `RoleRuntime.exitCode`).
@@ -23,7 +27,7 @@ export class ListenError extends Data.TaggedError("ListenError")<{ readonly mess
 export class RoleExit extends Data.TaggedError("RoleExit")<{ readonly code: number }> {}
 
 /** Any failure of the daemon. */
-export type DaemonError = ConfigError | TlsError | BootstrapError | ListenError
+export type DaemonError = ConfigError | TlsError | BootstrapError | ListenError | AgentStartError
 
 /** The message of an unknown thrown value. */
 export const describe = (e: unknown): string => (e instanceof Error ? e.message : String(e))

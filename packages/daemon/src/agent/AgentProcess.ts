@@ -11,7 +11,8 @@
  */
 import { Agent, Client, Runtime } from "@koder/fleet-core"
 import { KboxClient } from "@koder/fleet-kbox-client"
-import { Data, Effect, Schedule, type Scope } from "effect"
+import { Effect, Schedule, type Scope } from "effect"
+import { AgentStartError } from "../DaemonError.js"
 import { join } from "node:path"
 import { Agent as UndiciAgent, fetch as undiciFetch } from "undici"
 import { ensurePrivateDir, readIfExists, writeAtomic } from "../internal/files.js"
@@ -21,9 +22,6 @@ import * as MemoryDir from "./MemoryDir.js"
 import * as NetHostPortAllocator from "./NetHostPortAllocator.js"
 import * as NetProber from "./NetProber.js"
 import * as NodeNetwork from "../net/NodeNetwork.js"
-
-/** The agent could not start: no usable credentials, no box, a refused join. */
-export class AgentStartError extends Data.TaggedError("AgentStartError")<{ readonly message: string }> {}
 
 /** How to run an agent. */
 export interface Options {

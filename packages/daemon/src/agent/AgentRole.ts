@@ -19,7 +19,7 @@ import { connect, type PeerCertificate, type DetailedPeerCertificate } from "nod
 import { parseArgs } from "node:util"
 import { Effect, Either } from "effect"
 import { readIfExists, writeAtomic } from "../internal/files.js"
-import { RoleExit } from "../DaemonError.js"
+import { AgentStartError, RoleExit } from "../DaemonError.js"
 import * as Logging from "../observability/Logging.js"
 import * as MetricsServer from "../observability/MetricsServer.js"
 import { KboxClient } from "@koder/fleet-kbox-client"
@@ -220,7 +220,7 @@ const run = (config: Config) =>
     Effect.gen(function* () {
       // The endpoint's requests run on this role's fiber scheduler.
       const fibers = yield* EventLoopScheduler.defaultRuntime
-      const ca = yield* Effect.tryPromise({ try: () => resolveCa(config), catch: (e) => new AgentProcess.AgentStartError({ message: e instanceof Error ? e.message : String(e) }) })
+      const ca = yield* Effect.tryPromise({ try: () => resolveCa(config), catch: (e) => new AgentStartError({ message: e instanceof Error ? e.message : String(e) }) })
       // The endpoint listens first: the Node advertises the port it actually got.
       const nodeName = config.nodeName ?? HostFacts.defaultNodeName()
       const internalIP = config.internalIP ?? HostFacts.defaultInternalIP()
@@ -237,7 +237,7 @@ const run = (config: Config) =>
               sans: [internalIP, nodeName, "localhost", "127.0.0.1"],
               metrics: MetricsServer.forAgent(config.server, AgentProcess.fetchTrusting(ca))
             }),
-          catch: (e) => new AgentProcess.AgentStartError({ message: `cannot listen on port ${config.port}: ${e instanceof Error ? e.message : String(e)}` })
+          catch: (e) => new AgentStartError({ message: `cannot listen on port ${config.port}: ${e instanceof Error ? e.message : String(e)}` })
         }),
         (e) => Effect.promise(() => e.close())
       )
@@ -247,7 +247,7 @@ const run = (config: Config) =>
         config.dnsListen === undefined
           ? undefined
           : yield* DnsService.serveView(config.dnsListen, dns.view, { upstream: config.dnsUpstream, role: "agent" }).pipe(
-              Effect.mapError((e) => new AgentProcess.AgentStartError({ message: e.message }))
+              Effect.mapError((e) => new AgentStartError({ message: e.message }))
             )
       const clusterDns = config.clusterDns ?? (dnsAddress === undefined ? undefined : `${DnsService.advertised(dnsAddress.host, internalIP)}:${dnsAddress.port}`)
       const running = yield* AgentProcess.run({
