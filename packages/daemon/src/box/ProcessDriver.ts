@@ -14,46 +14,39 @@
  * limits under the pod's. Unprivileged, containers are plain process sessions.
  */
 import { Runtime } from "@koder/fleet-core"
-import { Effect, Either, Stream } from "effect"
-import { type ChildProcess, spawn, spawnSync } from "node:child_process"
-import { createHash, randomBytes } from "node:crypto"
-import {
-  copyFileSync,
-  createReadStream,
-  existsSync,
-  mkdirSync,
-  lstatSync,
-  readFileSync,
-  readdirSync,
-  renameSync,
-  rmdirSync,
-  rmSync,
-  statSync,
-  watch,
-  writeFileSync
-} from "node:fs"
-import type { FSWatcher } from "node:fs"
-import { rename, unlink, writeFile } from "node:fs/promises"
-import { constants as osConstants } from "node:os"
+import { Either } from "effect"
+import { spawn } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs"
+import { unlink } from "node:fs/promises"
 import { join } from "node:path"
-import { privateDirSync } from "../internal/files.js"
 import * as Cgroups from "./Cgroups.js"
 import * as Confinement from "./Confinement.js"
+import type * as ContainerLogs from "./ContainerLogs.js"
+import * as ContainerStats from "./ContainerStats.js"
+import { checkArgv, checkStopSignal, newId, now, readySandbox, sleep, type ContainerRecord as BaseRecord, ContainerTable, type Ending, type Live as LiveOf } from "./ContainerTable.js"
+import { type Driver, type SandboxRecord as BaseSandbox, invalid, notFound, toRuntime as driverRuntime } from "./Driver.js"
 import * as EnvSeal from "./EnvSeal.js"
+import * as ExecOutput from "./ExecOutput.js"
+import { FifoPool } from "./FifoPool.js"
+import * as ImageBlobs from "./ImageBlobs.js"
 import { IpamStore } from "./Ipam.js"
-import * as Nftables from "./Nftables.js"
+import { Launcher } from "./Launcher.js"
+import * as NativeShim from "./NativeShim.js"
 import * as NetworkPolicyEnforcer from "./NetworkPolicyEnforcer.js"
+import * as Nftables from "./Nftables.js"
+import * as NodeHiding from "./NodeHiding.js"
+import { PodHolders } from "./PodHolders.js"
+import * as PodNamespaces from "./PodNamespaces.js"
 import { PodNetwork } from "./PodNetwork.js"
 import * as PodNetworks from "./PodNetwork.js"
-import * as ContainerLogs from "./ContainerLogs.js"
-import { FifoPool } from "./FifoPool.js"
-import { Launcher } from "./Launcher.js"
 import * as Procfs from "./Procfs.js"
-import * as NativeShim from "./NativeShim.js"
-import * as NodeHiding from "./NodeHiding.js"
+import { lockDataDir, loadRecords, readText, RecordWriter, unlockDataDir } from "./RecordFiles.js"
+import * as RunDir from "./RunDir.js"
 import * as Shim from "./Shim.js"
 import type * as ShimFlag from "./ShimFlag.js"
-import { defaultPath, which } from "./Tools.js"
+import { exitCodeOf, signalOf } from "./Signals.js"
+import { defaultPath } from "./Tools.js"
 
 /** How the driver is set up. */
 export interface Options {
@@ -83,19 +76,9 @@ export interface Options {
 /** What the driver reports as its version. */
 export const version = "0.1.0"
 
-/** Output of an exec kept per stream; more is cut (an exec is a probe or a command, not a pipe). */
-const maxExecOutput = 4 * 1024 * 1024
+type ProcessId = Procfs.ProcessId
 
-interface ProcessId {
-  readonly pid: number
-  readonly startTime: number
-}
-
-interface SandboxRecord {
-  readonly id: string
-  readonly spec: Runtime.SandboxSpec
-  readonly createdAt: string
-  readonly bootId: string
+interface SandboxRecord extends BaseSandbox {
   /**
    * The pod's namespaces: the process that made them (`unshare`) and the holder, pid 1 inside (with
    * the sh chain unshare's child; the native holder is both).
@@ -111,15 +94,9 @@ interface SandboxRecord {
   hidden?: ReadonlyArray<string>
 }
 
-interface ContainerRecord {
-  readonly id: string
-  readonly spec: Runtime.ContainerSpec
-  readonly createdAt: string
-  readonly bootId: string
-  status: Runtime.ContainerStatus
+interface ContainerRecord extends BaseRecord {
   /** Placed in a cgroup (`<sandbox>/<container>`). */
   cgroup: boolean
-  shim?: ProcessId
   /** The session leader the shim launched (setsid); nsenter when isolated. */
   launcher?: ProcessId
   /** The workload's main process: what signals go to (found lazily when isolated). */
@@ -136,197 +113,15 @@ interface ContainerRecord {
   runDir?: string
 }
 
-/** A container's live bookkeeping beside its record. */
-interface Live {
-  rec: ContainerRecord
-  writer: ContainerLogs.Writer | undefined
-  /** Watches the container's run directory for the shim's `exit` file. */
-  watcher: FSWatcher | undefined
-  starting: Promise<void> | undefined
-  finalizing: Promise<void> | undefined
-  exited: Promise<void>
-  markExited: () => void
-  lastCpu: { readonly nanos: number; readonly at: number } | undefined
-  /** The box itself SIGKILLed the container: a 137 is then not the OOM killer's. */
-  killedByBox: boolean
-}
-
-const now = () => new Date().toISOString()
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
-const newId = () => randomBytes(8).toString("hex")
-
-const notFound = (kind: Runtime.ObjectKind, id: string) =>
-  new Runtime.NotFound({ kind, id, message: `${kind} ${id} not found` })
-const invalid = (message: string) => new Runtime.Invalid({ message })
+type Live = LiveOf<ContainerRecord>
 
 
-/** Does this nsenter have `--wdns` (util-linux 2.38)? Without it, stage 2 enters working directories. */
-const nsenterEntersWorkingDirs = (nsenter: string | undefined): boolean =>
-  nsenter !== undefined && spawnSync(nsenter, ["--help"], { encoding: "utf8" }).stdout?.includes("--wdns") === true
+const processId = Procfs.processId
+const kill = Procfs.signal
 
-/** Can this env put ignored signals back to their default (`--default-signal`, coreutils 8.31)? */
-const envRestoresSignals = (env: string): boolean => spawnSync(env, ["--default-signal=INT,QUIT", "true"]).status === 0
-
-/** The names of this user's run directories in /dev/shm start so. */
-const runDirPrefix = `kbox-${process.getuid?.() ?? 0}-`
-
-/**
- * The run directory of the box serving `dataDir`, in /dev/shm when it is there (containerd's
- * `/run` state beside its `/var/lib` root): one per data dir, kept across restarts of the box
- * (the shims of the containers it adopts write there) but not of the host, like the processes
- * it describes. Memory: the secrets of launch files never reach a disk, and the files made and
- * removed with every container (FIFOs, pid, exit) cost no disk inode allocation, which on a disk
- * that has just removed many files is slow enough to be a large part of a pod start.
- */
-const runDirFor = (dataDir: string): string | undefined => {
-  const dir = privateDirSync(join("/dev/shm", `${runDirPrefix}${createHash("sha256").update(dataDir).digest("hex").slice(0, 12)}`))
-  if (dir === undefined) return undefined
-  try {
-    // Which data dir it serves, so a box can tell an orphan (see sweepRunDirs).
-    if (readText(join(dir, "data-dir")) !== dataDir) writeFileSync(join(dir, "data-dir"), dataDir, { mode: 0o600 })
-    return dir
-  } catch {
-    return undefined
-  }
-}
-
-/**
- * Remove this user's run directories whose data dir is gone: no box can adopt their containers
- * any more (a box killed, then its data dir removed, as tests and throwaway clusters do), and a
- * run directory otherwise outlives them until the host restarts.
- */
-const sweepRunDirs = () => {
-  try {
-    for (const name of readdirSync("/dev/shm")) {
-      if (!name.startsWith(runDirPrefix)) continue
-      const dir = join("/dev/shm", name)
-      const dataDir = readText(join(dir, "data-dir"))
-      if (dataDir !== undefined && dataDir !== "" && !existsSync(dataDir) && privateDirSync(dir) !== undefined) rmSync(dir, { recursive: true, force: true })
-    }
-  } catch {
-    // no /dev/shm: nothing to sweep
-  }
-}
-
-/** The run directory's launch directory, emptied of what a previous box left. */
-const launchDirIn = (runDir: string): string | undefined => {
-  const dir = privateDirSync(join(runDir, "launch"))
-  if (dir === undefined) return undefined
-  try {
-    for (const name of readdirSync(dir)) rmSync(join(dir, name), { force: true })
-    return dir
-  } catch {
-    return undefined
-  }
-}
-
-// Temporary siblings are named by this process and a counter: one box per data dir (its lock),
-// and no random bytes to draw for each of a pod start's several writes.
-let tmpSeq = 0
-const tmpOf = (path: string) => `${path}.${process.pid}-${(tmpSeq++).toString(36)}.tmp`
-
-/** Write a file atomically (sibling, then rename): a crash never leaves half a record. */
-const writeTextSync = (path: string, text: string) => {
-  const tmp = tmpOf(path)
-  writeFileSync(tmp, text, { mode: 0o600 })
-  renameSync(tmp, path)
-}
-
-const writeJson = (path: string, value: unknown) => writeTextSync(path, JSON.stringify(value))
-
-/** The same, off the event loop. */
-const writeAtomic = async (path: string, text: string) => {
-  const tmp = tmpOf(path)
-  await writeFile(tmp, text, { mode: 0o600 })
-  await rename(tmp, path)
-}
-
-/** One write(2) of at most a page at offset 0 is never torn by the writer dying part way. */
-const pageBytes = 4096
-
-/**
- * Write a record file (JSON); returns its size now. Records of a page or less are written on the
- * calling thread: a write of a few hundred bytes into the page cache costs less than the thread
- * pool's open, write and close round trips, each a wake-up of another thread (interleaved bursts
- * of 100 pod starts: p99 1.09–1.12 s against 1.38–1.51 s, V8's and libuv's threads' CPU 0.65–0.86
- * s against 0.97–1.18 s, in 3 of 4 pairs; the 4th was noise). A file this box wrote
- * before (`size` known) is rewritten in place, in one write of the text padded with spaces to the
- * file's size (JSON ignores trailing whitespace), so it always holds one whole record, the old or
- * the new; a new file is created with the text. Only a record larger than a page, or a file of
- * unknown size (one a previous box wrote), goes through a temporary sibling and a rename. Why:
- * creating files is what a pod start spent most on here (ext4 without a journal checks each new
- * inode against the recently deleted ones, and every rename over a record deletes one).
- */
-const writeRecord = async (path: string, text: string, size: number | undefined): Promise<number> => {
-  const bytes = Buffer.byteLength(text)
-  if (size !== undefined && Math.max(size, bytes) <= pageBytes) {
-    writeFileSync(path, size > bytes ? text + " ".repeat(size - bytes) : text, { flag: "r+" })
-    return Math.max(size, bytes)
-  }
-  if (size === undefined && bytes <= pageBytes) {
-    try {
-      writeFileSync(path, text, { flag: "wx", mode: 0o600 })
-      return bytes
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e
-    }
-  }
-  await writeAtomic(path, text)
-  return bytes
-}
-
-const readText = (path: string): string | undefined => {
-  try {
-    return readFileSync(path, "utf8")
-  } catch {
-    return undefined
-  }
-}
-
-/**
- * The exit status the shim recorded, once complete: it writes "<code>\n" in one write, but the
- * file exists (empty) a moment before, and a watcher can see it then.
- */
-const exitCodeIn = (dir: string): number | undefined => {
-  const file = join(dir, "exit")
-  // Asked of every running container each second: an existence check is cheaper than the error of
-  // reading a file that is not there.
-  if (!existsSync(file)) return undefined
-  const m = /^(\d+)\n$/.exec(readText(file) ?? "")
-  return m ? Number(m[1]) : undefined
-}
-
-const signalNumber = (name: string): number | undefined =>
-  (osConstants.signals as Record<string, number | undefined>)[name]
-
-const signalOf = (name: string): string | undefined => {
-  const upper = name.toUpperCase()
-  if (/^\d+$/.test(upper)) {
-    const n = Number(upper)
-    return Object.keys(osConstants.signals).find((k) => signalNumber(k) === n)
-  }
-  const full = upper.startsWith("SIG") ? upper : `SIG${upper}`
-  return signalNumber(full) === undefined ? undefined : full
-}
-
-const kill = (p: ProcessId | undefined, signal: NodeJS.Signals | number) => {
-  if (p === undefined || !Procfs.isAlive(p.pid, p.startTime)) return false
-  try {
-    process.kill(p.pid, signal)
-    return true
-  } catch {
-    return false
-  }
-}
-
-const processId = (pid: number | undefined): ProcessId | undefined => {
-  if (pid === undefined) return undefined
-  const s = Procfs.stat(pid)
-  return s === undefined ? undefined : { pid, startTime: s.startTime }
-}
 
 /** The process driver. Open it with `open`; it adopts what a previous box left running. */
-export class ProcessDriver {
+export class ProcessDriver implements Driver {
   readonly info: Runtime.Info
   private readonly tools: Shim.Tools
   /** How containers start: `native`, or `sh` and why (for the box's start-up line). */
@@ -335,15 +130,11 @@ export class ProcessDriver {
   private readonly isolated: boolean
   private readonly rotation: ContainerLogs.Rotation
   private readonly sandboxes = new Map<string, SandboxRecord>()
-  private readonly containers = new Map<string, Live>()
+  /** Its containers. */
+  readonly table: ContainerTable<ContainerRecord>
   private readonly bootId = Procfs.bootId()
-  private poller: NodeJS.Timeout | undefined
-  private closed = false
   private readonly launcher: Launcher
-  /** Records being written, by path: the newest text not yet on disk, and when it will be. */
-  private readonly writing = new Map<string, { text: string | undefined; readonly done: Promise<void> }>()
-  /** Sizes of the record files this box wrote (rewritten in place: see writeRecord). */
-  private readonly recordSizes = new Map<string, number>()
+  private readonly records = new RecordWriter()
   /** When a view last looked for a container's main process (until it is found). */
   private readonly mainLookedUp = new Map<string, number>()
   /** Pods whose cgroup this box created (a pod it adopted may have lost its cgroup: see launch). */
@@ -357,32 +148,15 @@ export class ProcessDriver {
   private launchDir: string | undefined
   /** FIFOs made ahead for containers' output (set once the data dir is locked). */
   private fifos: FifoPool | undefined
-  /** The holder launch file, with and without a network namespace, once this box made sure it exists. */
-  private readonly holderFiles = new Map<boolean, string>()
+  /** Starts pods' namespace holders. */
+  private readonly holders: PodHolders
   /** Pod networks (isolated, with iproute2): the bridge and veths, and the persisted IPAM. */
   private readonly podNet: PodNetwork | undefined
   private ipam: IpamStore | undefined
-  /** Seals containers' environments in their records (EnvSeal: no Secret value on disk in the clear). */
-  private envSeal: EnvSeal.EnvSeal = EnvSeal.make(randomBytes(32))
-  /** Each container's sealed environment, sealed once at its create (or its load). */
-  private readonly sealedEnvs = new Map<string, string>()
 
   private constructor(private readonly options: Options) {
     const root = process.getuid?.() === 0
-    const env = which("env") ?? "/usr/bin/env"
-    const nsenter = which("nsenter")
-    this.tools = {
-      sh: which("sh") ?? "/bin/sh",
-      env,
-      mkfifo: which("mkfifo") ?? "/usr/bin/mkfifo",
-      setsid: which("setsid") ?? "setsid",
-      envDefaultSignal: envRestoresSignals(env),
-      nsenter,
-      nsenterWdns: nsenterEntersWorkingDirs(nsenter),
-      unshare: which("unshare"),
-      setpriv: which("setpriv"),
-      native: undefined
-    }
+    this.tools = Shim.hostTools()
     if (options.shim !== "sh") {
       const native = NativeShim.find(options.dataDir)
       if ("path" in native) this.tools = { ...this.tools, native: native.path }
@@ -392,7 +166,20 @@ export class ProcessDriver {
       options.isolation !== "none" && root && this.tools.nsenter !== undefined && this.tools.unshare !== undefined
     this.cg = options.cgroups === "none" ? Cgroups.none : Cgroups.detect(options.dataDir)
     this.launcher = new Launcher(this.tools.sh, this.tools.native)
+    this.holders = new PodHolders(this.tools, this.launcher, options.dataDir)
     this.rotation = options.logRotation ?? { maxBytes: 10 * 1024 * 1024, maxFiles: 2 }
+    this.table = new ContainerTable<ContainerRecord>(
+      { dir: join(options.dataDir, "containers"), rotation: this.rotation, bootId: this.bootId, records: this.records },
+      {
+        shimDir: (rec) => this.shimDir(rec),
+        adopt: (rec) => this.adopt(rec),
+        reap: (c, code) => this.reap(c, code),
+        observe: (rec) => this.observe(rec),
+        usage: (rec) => ContainerStats.usageOf(rec.cgroup ? this.cg.sample(`${rec.spec.sandboxId}/${rec.id}`) : undefined, rec.launcher?.pid),
+        pids: (rec) => (rec.cgroup ? this.cg.pids(`${rec.spec.sandboxId}/${rec.id}`) : rec.launcher ? Procfs.tree(rec.launcher.pid).map((s) => s.pid) : [])
+      },
+      EnvSeal.make(randomBytes(32))
+    )
     this.podNet = this.isolated && PodNetworks.available() ? new PodNetwork(options.bridge) : undefined
     this.info = {
       name: "koder-fleet-box",
@@ -418,19 +205,22 @@ export class ProcessDriver {
   /** Open the data dir: take its lock, load and re-adopt its sandboxes and containers. */
   static open(options: Options): ProcessDriver {
     const d = new ProcessDriver(options)
-    d.lock()
-    sweepRunDirs()
-    d.runDir = runDirFor(options.dataDir)
-    d.launchDir = d.runDir === undefined ? undefined : launchDirIn(d.runDir)
-    // The key in memory (/dev/shm) when there is a run directory: the disk alone never opens a record.
-    d.envSeal = EnvSeal.load(d.runDir ?? options.dataDir)
+    mkdirSync(join(options.dataDir, "containers"), { recursive: true, mode: 0o700 })
+    mkdirSync(join(options.dataDir, "sandboxes"), { recursive: true, mode: 0o700 })
+    lockDataDir(options.dataDir)
+    RunDir.sweepRunDirs()
+    d.runDir = RunDir.runDirFor(options.dataDir)
+    d.launchDir = d.runDir === undefined ? undefined : RunDir.launchDirIn(d.runDir)
+    d.holders.runDir = d.runDir
+    d.holders.launchDir = d.launchDir
     // In the run directory when there is one: a FIFO moves into a container's by a rename.
     d.fifos = new FifoPool(join(d.runDir ?? options.dataDir, "fifos"), d.tools.mkfifo, d.launcher, d.launchDir ?? options.dataDir)
-    d.load()
+    for (const rec of loadRecords<SandboxRecord>(join(options.dataDir, "sandboxes"))) d.sandboxes.set(rec.id, rec)
+    // The key in memory (/dev/shm) when there is a run directory: the disk alone never opens a record.
+    d.table.load(EnvSeal.load(d.runDir ?? options.dataDir))
     // Addresses of sandboxes this box no longer has (it died between the two) are free again.
     if (d.podNet !== undefined) d.ipam = IpamStore.open(options.dataDir, new Set(d.sandboxes.keys()))
-    d.poller = setInterval(() => d.pollAll(), options.pollIntervalMs ?? 1000)
-    d.poller.unref()
+    d.table.startPolling(options.pollIntervalMs ?? 1000)
     return d
   }
 
@@ -439,31 +229,16 @@ export class ProcessDriver {
   }
 
   private containerDir(id: string) {
-    return join(this.dataDir, "containers", id)
+    return this.table.dirOf(id)
   }
 
   private shimDir(rec: ContainerRecord) {
     return rec.runDir ?? this.containerDir(rec.id)
   }
 
-  /** One box per data dir: two would each adopt, and then duplicate, the same containers. */
-  private lock() {
-    mkdirSync(join(this.dataDir, "containers"), { recursive: true, mode: 0o700 })
-    mkdirSync(join(this.dataDir, "sandboxes"), { recursive: true, mode: 0o700 })
-    const file = join(this.dataDir, "box.pid")
-    const [pid, start] = (readText(file) ?? "").trim().split(" ").map(Number)
-    if (pid !== undefined && pid !== process.pid && Procfs.isAlive(pid, start))
-      throw new Runtime.Unavailable({ message: `another box (pid ${pid}) serves ${this.dataDir}` })
-    const self = Procfs.stat(process.pid)
-    const tmp = `${file}.${process.pid}.tmp`
-    writeFileSync(tmp, `${process.pid} ${self?.startTime ?? 0}\n`, { mode: 0o600 })
-    renameSync(tmp, file)
-  }
-
   /** Stop watching (containers keep running: the next box adopts them). */
   close(): void {
-    this.closed = true
-    if (this.poller) clearInterval(this.poller)
+    this.table.close()
     this.launcher.close()
     if (this.launchDir !== undefined) rmSync(this.launchDir, { recursive: true, force: true })
     this.fifos?.close()
@@ -476,231 +251,51 @@ export class ProcessDriver {
         // gone already
       }
     }
-    for (const c of this.containers.values()) {
-      c.writer?.close()
-      c.writer = undefined
-      c.watcher?.close()
-      c.watcher = undefined
-    }
     // Pods' cgroups stay while they have processes; an empty base is not left behind.
     this.cg.release()
-    const file = join(this.dataDir, "box.pid")
-    if ((readText(file) ?? "").startsWith(`${process.pid} `)) rmSync(file, { force: true })
+    unlockDataDir(this.dataDir)
   }
 
   // ---------------------------------------------------------------------------------------------
   // Adoption
   // ---------------------------------------------------------------------------------------------
 
-  private load() {
-    for (const name of readdirSync(join(this.dataDir, "sandboxes"))) {
-      if (!name.endsWith(".json")) continue
-      try {
-        const rec = JSON.parse(readFileSync(join(this.dataDir, "sandboxes", name), "utf8")) as SandboxRecord
-        this.sandboxes.set(rec.id, rec)
-      } catch {
-        // a torn write cannot happen (rename); anything else unreadable is skipped
-      }
+  /** A running container a previous box left: how it was launched, if that box had not recorded it. */
+  private adopt(rec: ContainerRecord): void {
+    if (rec.isolated === undefined) rec.isolated = this.sandboxes.get(rec.spec.sandboxId)?.holder !== undefined
+    if (rec.shim === undefined) {
+      // The box stopped between recording the start and recording the shim: the shim writes
+      // its own pid, so find it there.
+      const [shimPid, launched] = (readText(join(this.shimDir(rec), "pid")) ?? "").trim().split(" ").map(Number)
+      const shim = processId(shimPid)
+      if (shim) rec.shim = shim
+      const launcher = processId(launched)
+      if (launcher) rec.launcher = launcher
     }
-    for (const id of readdirSync(join(this.dataDir, "containers"))) {
-      const text = readText(join(this.containerDir(id), "state.json"))
-      if (text === undefined) continue
-      let rec: ContainerRecord
-      let envLost = false
-      try {
-        const opened = EnvSeal.fromDisk(JSON.parse(text) as ContainerRecord & { sealedEnv?: string }, this.envSeal)
-        rec = opened.rec
-        envLost = !opened.ok
-        if (opened.sealed !== undefined) this.sealedEnvs.set(rec.id, opened.sealed)
-      } catch {
-        continue
-      }
-      const live = this.track(rec)
-      if (rec.status.state === "created" && envLost) {
-        // Its environment went with the key (the host restarted): it cannot start as it was made.
-        rec.status = this.lost(rec, "its environment could not be recovered (the box's key is gone)")
-        void this.save(rec)
-      }
-      if (rec.status.state !== "running") {
-        if (rec.status.state === "exited") live.markExited()
-        continue
-      }
-      if (rec.bootId !== this.bootId) {
-        // The host rebooted: nothing of it survives, and its exit status is gone with it.
-        rec.status = this.lost(rec, "the host restarted")
-        void this.save(rec)
-        live.markExited()
-        continue
-      }
-      if (rec.isolated === undefined) rec.isolated = this.sandboxes.get(rec.spec.sandboxId)?.holder !== undefined
-      if (rec.shim === undefined) {
-        // The box stopped between recording the start and recording the shim: the shim writes
-        // its own pid, so find it there.
-        const [shimPid, launched] = (readText(join(this.shimDir(rec), "pid")) ?? "").trim().split(" ").map(Number)
-        const shim = processId(shimPid)
-        if (shim) rec.shim = shim
-        const launcher = processId(launched)
-        if (launcher) rec.launcher = launcher
-      }
-      if (rec.shim !== undefined && Procfs.isAlive(rec.shim.pid, rec.shim.startTime)) {
-        this.attachLogs(live)
-      } else {
-        void this.refresh(live)
-      }
-    }
-  }
-
-  private track(rec: ContainerRecord): Live {
-    let markExited = () => {}
-    const exited = new Promise<void>((r) => (markExited = r))
-    const live: Live = {
-      rec,
-      writer: undefined,
-      watcher: undefined,
-      starting: undefined,
-      finalizing: undefined,
-      exited,
-      markExited,
-      lastCpu: undefined,
-      killedByBox: false
-    }
-    this.containers.set(rec.id, live)
-    return live
-  }
-
-  /**
-   * Write a record atomically (see writeRecord), one write at a time per path, with the record as
-   * it was when `persist` was called; the promise settles once that text (or a newer one) is on
-   * disk. Records asked for while a write is in flight (a record over a page goes through the
-   * thread pool) are not all written: only the newest, after it.
-   */
-  private persist(path: string, text: string): Promise<void> {
-    const pending = this.writing.get(path)
-    if (pending !== undefined) {
-      pending.text = text
-      return pending.done
-    }
-    const slot: { text: string | undefined; done: Promise<void> } = { text, done: Promise.resolve() }
-    this.writing.set(path, slot)
-    slot.done = (async () => {
-      while (slot.text !== undefined) {
-        const next = slot.text
-        slot.text = undefined
-        try {
-          this.recordSizes.set(path, await writeRecord(path, next, this.recordSizes.get(path)))
-        } catch {
-          // The record was removed meanwhile (its directory is gone): nothing to keep.
-          this.recordSizes.delete(path)
-        }
-      }
-      this.writing.delete(path)
-    })()
-    return slot.done
-  }
-
-  /** Persist a container's record; callers await it where it must be on disk before they go on. */
-  private save(rec: ContainerRecord): Promise<void> {
-    return this.persist(join(this.containerDir(rec.id), "state.json"), JSON.stringify(EnvSeal.toDisk(rec, this.sealedEnvOf(rec))))
-  }
-
-  /** The container's environment sealed (once: its records are written several times a start). */
-  private sealedEnvOf(rec: ContainerRecord): string | undefined {
-    const env = rec.spec.env
-    if (env === undefined || Object.keys(env).length === 0) return undefined
-    let sealed = this.sealedEnvs.get(rec.id)
-    if (sealed === undefined) {
-      sealed = this.envSeal.seal(env)
-      this.sealedEnvs.set(rec.id, sealed)
-    }
-    return sealed
   }
 
   private saveSandbox(rec: SandboxRecord): Promise<void> {
-    return this.persist(join(this.dataDir, "sandboxes", `${rec.id}.json`), JSON.stringify(rec))
-  }
-
-  private lost(rec: ContainerRecord, why: string): Runtime.ContainerStatus {
-    return {
-      state: "exited",
-      exitCode: 255,
-      reason: "Lost",
-      message: `exit status unknown: ${why}`,
-      ...(rec.status.startedAt === undefined ? {} : { startedAt: rec.status.startedAt }),
-      finishedAt: now()
-    }
+    return this.records.persist(join(this.dataDir, "sandboxes", `${rec.id}.json`), JSON.stringify(rec))
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Exit detection
+  // Exit
   // ---------------------------------------------------------------------------------------------
 
-  private pollAll() {
-    if (this.closed) return
-    for (const c of this.containers.values()) if (c.rec.status.state === "running") void this.refresh(c)
-  }
-
-  /** Has a running container's shim finished? Then finalize it (once). */
-  private refresh(c: Live): Promise<void> {
-    if (c.finalizing) return c.finalizing
-    if (c.rec.status.state !== "running" || c.starting !== undefined) return Promise.resolve()
-    const dir = this.shimDir(c.rec)
-    const done =
-      exitCodeIn(dir) !== undefined || c.rec.shim === undefined || !Procfs.isAlive(c.rec.shim.pid, c.rec.shim.startTime)
-    if (!done) return Promise.resolve()
-    c.finalizing = this.finalize(c).finally(() => (c.finalizing = undefined))
-    return c.finalizing
-  }
-
-  /** Record how the container ended; leave no process and no unread output behind. */
-  private async finalize(c: Live): Promise<void> {
+  /** A container's process ended: kill what it left running, release its cgroup, say how it ended. */
+  private async reap(c: Live, code: number | undefined): Promise<Ending> {
     const rec = c.rec
-    const dir = this.shimDir(rec)
-    const exitFile = join(dir, "exit")
-    // The shim writes `exit` just before it ends: give a shim that is exiting a moment.
-    for (let i = 0; i < 50 && exitCodeIn(dir) === undefined && rec.shim && Procfs.isAlive(rec.shim.pid, rec.shim.startTime); i++)
-      await sleep(10)
-    const code = exitCodeIn(dir)
     // The main process is gone; whatever it left running goes with it (a container is its tree).
     await this.killTree(rec)
-    if (c.writer) {
-      // Every writer is gone now: take the rest of the output from the pipes and end the log.
-      c.writer.drainNow()
-      c.writer.close()
-      c.writer = undefined
-    }
-    c.watcher?.close()
-    c.watcher = undefined
-    const startError = readText(join(dir, "start-error"))?.trim()
+    const startError = readText(join(this.shimDir(rec), "start-error"))?.trim()
     const path = `${rec.spec.sandboxId}/${rec.id}`
     // The OOM killer's SIGKILL, not the box's (stop, remove, or a SIGKILL asked through `signal`).
     const oom = rec.cgroup && !c.killedByBox && this.cg.oomKilled(path)
-    let finishedAt = now()
-    try {
-      finishedAt = statSync(exitFile).mtime.toISOString()
-    } catch {
-      // no exit file: now
-    }
-    const startedAt = rec.status.startedAt === undefined ? {} : { startedAt: rec.status.startedAt }
-    if (code === undefined && rec.launcher === undefined)
-      rec.status = { state: "exited", exitCode: 128, reason: "StartError", message: "the shim could not launch the process", ...startedAt, finishedAt }
-    else if (code === undefined) rec.status = this.lost(rec, "the shim ended without recording it")
-    else if (startError !== undefined && startError !== "")
-      rec.status = { state: "exited", exitCode: code, reason: "StartError", message: startError, ...startedAt, finishedAt }
-    else {
-      const signal = code > 128 && code < 128 + 65 ? signalOf(String(code - 128)) : undefined
-      rec.status = {
-        state: "exited",
-        exitCode: code,
-        reason: oom && code === 137 ? "OOMKilled" : Runtime.reasonOfExit(code),
-        ...(signal === undefined ? {} : { signal }),
-        ...startedAt,
-        finishedAt
-      }
-    }
     delete rec.main
-    await this.save(rec)
     if (rec.cgroup) this.cg.remove(path)
-    c.markExited()
+    if (code === undefined && rec.launcher === undefined) return { oom, startError: { exitCode: 128, message: "the shim could not launch the process" } }
+    if (code !== undefined && startError !== undefined && startError !== "") return { oom, startError: { exitCode: code, message: startError } }
+    return { oom }
   }
 
   /**
@@ -718,54 +313,14 @@ export class ProcessDriver {
     // With a cgroup, it holds every process of the container (they join it before they exec):
     // no need to scan /proc. Without, the session and the descendants of the launcher.
     const others = () =>
-      rec.cgroup ? this.cg.killAll(path, 5_000, spared) : killProcesses(() => (root === undefined ? [] : Procfs.tree(root).filter((s) => s.pid !== rec.shim?.pid && !spared(s.pid))))
+      rec.cgroup ? this.cg.killAll(path, 5_000, spared) : Procfs.killUntilGone(() => (root === undefined ? [] : Procfs.tree(root).filter((s) => s.pid !== rec.shim?.pid && !spared(s.pid))))
     await others()
     if (spare !== undefined) {
       for (let i = 0; i < 100 && Procfs.isAlive(spare.pid, spare.startTime); i++) await sleep(5)
       kill(spare, "SIGKILL")
       if (rec.cgroup) await this.cg.killAll(path)
-      else if (root !== undefined) await killProcesses(() => Procfs.tree(root).filter((s) => s.pid !== rec.shim?.pid))
+      else if (root !== undefined) await Procfs.killUntilGone(() => Procfs.tree(root).filter((s) => s.pid !== rec.shim?.pid))
     }
-  }
-
-  /** Wait up to `ms` for a running container to exit, checking rather than trusting events. */
-  private async waitExit(c: Live, ms: number): Promise<boolean> {
-    const end = Date.now() + ms
-    for (;;) {
-      await this.refresh(c)
-      if (c.rec.status.state === "exited") return true
-      const left = end - Date.now()
-      if (left <= 0) return false
-      await Promise.race([c.exited, sleep(Math.min(left, 25))])
-    }
-  }
-
-  /**
-   * Follow a running container: read its output, and watch for its `exit` file (the shim is
-   * not the box's child, so no exit event comes; the FIFOs' end of file does not always either).
-   */
-  private attachLogs(c: Live) {
-    const dir = this.shimDir(c.rec)
-    try {
-      c.watcher = watch(dir, (_event, name) => {
-        if (name === "exit") void this.refresh(c)
-      })
-      c.watcher.on("error", () => undefined)
-    } catch {
-      // the 1 s poll remains
-    }
-    // Attached before the launch (FIFOs from the pool): the exit file ends it, with finalize's drain.
-    if (c.writer !== undefined) {
-      if (existsSync(join(dir, "exit"))) void this.refresh(c)
-      return
-    }
-    if (!existsSync(join(dir, "stdout.fifo")) || !existsSync(join(dir, "stderr.fifo"))) return
-    const writer = new ContainerLogs.Writer(this.containerDir(c.rec.id), this.rotation, dir)
-    c.writer = writer
-    // Both FIFOs at end of file: the shim (and everything holding them) has ended.
-    void writer.attach().then(() => this.refresh(c))
-    // It may have ended before the watch began.
-    if (existsSync(join(dir, "exit"))) void this.refresh(c)
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -800,11 +355,11 @@ export class ProcessDriver {
         this.podCgroups.add(rec.id)
       }
       if (this.allocatesUids) rec.uid = this.allocateUid()
-      if (this.isolated) rec.holder = await this.startHolder(rec.id, (spec.hostname ?? spec.name).slice(0, 63), podNetwork, steps)
+      if (this.isolated) rec.holder = await this.holders.start(rec.id, (spec.hostname ?? spec.name).slice(0, 63), podNetwork, steps)
       if (podNetwork) await this.connect(rec, spec.podCidr!)
       // After connect: the pod's resolv.conf is bound from the box's data dir.
       if (rec.holder !== undefined) this.hideNode(rec)
-      if (podNetwork) this.openLowPorts(rec)
+      if (podNetwork) PodNamespaces.openLowPorts(this.tools, rec.holder!.pid)
       await this.saveSandbox(rec)
     } catch (e) {
       this.sandboxes.delete(rec.id)
@@ -855,98 +410,11 @@ export class ProcessDriver {
     return uid
   }
 
-  /**
-   * Let any uid of a pod with its own network namespace listen on ports below 1024 there, as
-   * containerd does (`net.ipv4.ip_unprivileged_port_start=0`): its processes are not root, and
-   * the namespace's ports are its own. Host-network pods keep the host's rule.
-   */
-  private openLowPorts(rec: SandboxRecord): void {
-    const r = spawnSync(this.tools.nsenter!, ["-t", String(rec.holder!.pid), "-n", "--", this.tools.sh, "-c", "echo 0 >/proc/sys/net/ipv4/ip_unprivileged_port_start"], {
-      encoding: "utf8"
-    })
-    if (r.status !== 0) throw new Runtime.Unavailable({ message: `sandbox: cannot open low ports in the pod's network: ${(r.stderr || r.error?.message || "failed").trim()}` })
-  }
-
   /** Cover the node's directories in a new pod's mount namespace (NodeHiding.ts); a pod that cannot be hidden from them does not start. */
   private hideNode(rec: SandboxRecord): void {
     // Only what exists now: a path of one made later is not translated for this pod's mounts.
-    const hidden = NodeHiding.plan([this.dataDir, this.runDir, ...(this.options.hide ?? [])]).filter((d) => existsSync(d))
-    const cover = NodeHiding.coverDirName(rec.id)
-    const r = spawnSync(this.tools.nsenter!, ["-t", String(rec.holder!.pid), "-m", "--", this.tools.sh, "-c", NodeHiding.hideScript, "hide", cover, ...hidden], {
-      encoding: "utf8"
-    })
-    // The covers were made there, on the host; the pod's namespace keeps them where they moved.
-    for (const d of hidden)
-      try {
-        rmdirSync(join(d, cover))
-      } catch {
-        // not made (the script stopped before it), or gone
-      }
-    if (r.status !== 0) throw new Runtime.Unavailable({ message: `sandbox: cannot hide the node's directories: ${(r.stderr || r.error?.message || "failed").trim()}` })
-    rec.hidden = hidden
-  }
-
-  /**
-   * The launch file of every pod holder whose hostname can be passed as an argument (written once,
-   * under a name that changes with its content: a running shell reads its file as it goes, so
-   * a file in use is never rewritten).
-   */
-  private holderLaunchFile(net: boolean): string {
-    let file = this.holderFiles.get(net)
-    if (file === undefined) {
-      const text = Shim.holderFile(this.tools, () => this.idleFifo(), net)
-      file = join(this.dataDir, "sandboxes", `holder-${createHash("sha256").update(text).digest("hex").slice(0, 12)}.launch`)
-      if (!existsSync(file)) writeTextSync(file, text)
-      this.holderFiles.set(net, file)
-    }
-    return file
-  }
-
-  /**
-   * The FIFO pod holders block on (see Shim.holderScript), made when missing: a holder whose
-   * launch cannot open it does not start. Holders keep it open, so removing it stops none.
-   */
-  private idleFifo(): string {
-    const file = join(this.runDir ?? join(this.dataDir, "sandboxes"), "idle.fifo")
-    let fifo = false
-    try {
-      fifo = lstatSync(file).isFIFO()
-    } catch {
-      // not there yet
-    }
-    if (!fifo) {
-      rmSync(file, { force: true })
-      const r = spawnSync(this.tools.mkfifo, ["-m", "600", file], { encoding: "utf8" })
-      if (r.status !== 0) throw new Runtime.Unavailable({ message: `sandbox: cannot make ${file}: ${(r.stderr || r.error?.message || "mkfifo failed").trim()}` })
-    }
-    return file
-  }
-
-  private async startHolder(id: string, hostname: string, net = false, steps: ReadonlyArray<Cgroups.Step> = []): Promise<NonNullable<SandboxRecord["holder"]>> {
-    let answer: Array<string> | undefined
-    // One launch file serves every pod, unless the pod's file must name its hostname or its cgroup.
-    if (Shim.plainHostname(hostname) && steps.length === 0) answer = await this.launcher.run(this.holderLaunchFile(net), hostname)
-    else {
-      const file = join(this.launchDir ?? join(this.dataDir, "sandboxes"), `${id}.launch`)
-      writeFileSync(file, Shim.holderFile(this.tools, () => this.idleFifo(), net, hostname, steps), { mode: 0o600 })
-      answer = await this.launcher.run(file)
-      rmSync(file, { force: true })
-    }
-    const unshare = processId(Number(answer?.[0]))
-    // The native holder answers once it is ready, as both maker and holder ("-": it failed);
-    // unshare does not answer for its child.
-    if (answer?.[1] !== undefined) {
-      const holder = processId(Number(answer[1]))
-      if (unshare !== undefined && holder !== undefined) return { unshare, pid: holder.pid, startTime: holder.startTime }
-      throw new Runtime.Unavailable({ message: "sandbox: the namespace holder did not start" })
-    }
-    for (let i = 0; i < 1000 && unshare !== undefined; i++) {
-      const [pid] = Procfs.children(unshare.pid)
-      const holder = processId(pid)
-      if (holder !== undefined) return { unshare, pid: holder.pid, startTime: holder.startTime }
-      await sleep(i < 20 ? 1 : 5)
-    }
-    throw new Runtime.Unavailable({ message: "sandbox: the namespace holder did not start" })
+    const dirs = NodeHiding.plan([this.dataDir, this.runDir, ...(this.options.hide ?? [])]).filter((d) => existsSync(d))
+    rec.hidden = PodNamespaces.hideNode(this.tools, rec.id, rec.holder!.pid, dirs)
   }
 
   /**
@@ -954,7 +422,7 @@ export class ProcessDriver {
    * own (`network: pod`) and it is alive: where NetworkPolicy rules for the pod go.
    */
   podNetns(containerId: string): string | undefined {
-    const sb = this.sandboxes.get(this.live(containerId).rec.spec.sandboxId)
+    const sb = this.sandboxes.get(this.table.live(containerId).rec.spec.sandboxId)
     if (sb?.network === undefined || sb.holder === undefined || !Procfs.isAlive(sb.holder.pid, sb.holder.startTime)) return undefined
     return PodNetworks.netnsPath(sb.holder.pid)
   }
@@ -975,7 +443,7 @@ export class ProcessDriver {
   async removeSandbox(id: string): Promise<void> {
     const rec = this.sandboxes.get(id)
     if (rec === undefined) return
-    await Promise.all([...this.containers.values()].filter((c) => c.rec.spec.sandboxId === id).map((c) => this.removeContainer(c.rec.id)))
+    await Promise.all(this.table.ofSandbox(id).map((c) => this.removeContainer(c)))
     if (rec.holder && rec.bootId === this.bootId) {
       // SIGKILL of a pid namespace's pid 1 kills everything in the namespace.
       kill({ pid: rec.holder.pid, startTime: rec.holder.startTime }, "SIGKILL")
@@ -994,9 +462,7 @@ export class ProcessDriver {
       rmSync(join(this.dataDir, "sandboxes", `${id}.resolv.conf`), { force: true })
     }
     // A write still in flight would bring the record back after its removal.
-    await this.writing.get(join(this.dataDir, "sandboxes", `${id}.json`))?.done
-    rmSync(join(this.dataDir, "sandboxes", `${id}.json`), { force: true })
-    this.recordSizes.delete(join(this.dataDir, "sandboxes", `${id}.json`))
+    await this.records.remove(join(this.dataDir, "sandboxes", `${id}.json`))
     this.sandboxes.delete(id)
   }
 
@@ -1009,14 +475,7 @@ export class ProcessDriver {
     const before = sb.mounts.length
     for (const m of mounts) {
       if (sb.mounts.includes(m.containerPath)) continue
-      const r = spawnSync(
-        this.tools.nsenter,
-        // The source as the box reaches it in the pod's namespace, where the node's directories are covered.
-        ["-t", String(sb.holder.pid), "-m", "--", this.tools.sh, "-c", Shim.mountScript, "mount", NodeHiding.sourceIn(sb.hidden ?? [], m.hostPath), m.containerPath, m.readOnly === true ? "ro" : "rw"],
-        { encoding: "utf8" }
-      )
-      if (r.status !== 0)
-        throw invalid(`mount ${m.hostPath} at ${m.containerPath}: ${(r.stderr || r.error?.message || "failed").trim()}`)
+      PodNamespaces.bindMount(this.tools, sb.holder.pid, sb.hidden ?? [], m)
       sb.mounts.push(m.containerPath)
     }
     if (sb.mounts.length !== before) await this.saveSandbox(sb)
@@ -1026,33 +485,14 @@ export class ProcessDriver {
   // Containers
   // ---------------------------------------------------------------------------------------------
 
-  private live(id: string): Live {
-    const c = this.containers.get(id)
-    if (c === undefined) throw notFound("container", id)
-    return c
-  }
-
   async createContainer(spec: Runtime.ContainerSpec): Promise<Runtime.Container> {
     if (!this.sandboxes.has(spec.sandboxId)) throw notFound("sandbox", spec.sandboxId)
     if (spec.command.length === 0) throw invalid("command: required (the process driver runs host commands)")
-    for (const [k, v] of Object.entries(spec.env ?? {}))
-      if (k === "" || k.includes("=") || k.includes("\0") || v.includes("\0"))
-        throw invalid(`env: invalid variable ${JSON.stringify(k)} (no "=" in names, no NUL anywhere)`)
-    for (const a of [...spec.command, ...(spec.args ?? []), spec.workingDir ?? ""])
-      if (a.includes("\0")) throw invalid("command, args, workingDir: no NUL characters")
+    checkArgv(spec)
     if (spec.user !== undefined && !this.info.capabilities.runAsUser)
       throw invalid("user: this box cannot switch users (capabilities.runAsUser is false)")
-    if (spec.stopSignal !== undefined && signalOf(spec.stopSignal) === undefined)
-      throw invalid(`stopSignal: unknown signal ${spec.stopSignal}`)
-    for (const c of this.containers.values()) {
-      const s = c.rec.spec
-      if (s.sandboxId === spec.sandboxId && s.name === spec.name && s.attempt === spec.attempt)
-        throw new Runtime.AlreadyExists({
-          kind: "container",
-          id: c.rec.id,
-          message: `container ${spec.name} attempt ${spec.attempt} exists as ${c.rec.id}`
-        })
-    }
+    checkStopSignal(spec)
+    this.table.assertNew(spec)
     // A pod a box from before confinement made (and this one adopted) gets its uid and covers now.
     // (Synchronous up to the claim below; the record is saved after it.)
     const sb = this.sandboxes.get(spec.sandboxId)!
@@ -1077,12 +517,12 @@ export class ProcessDriver {
       ...(this.runDir === undefined ? {} : { runDir: join(this.runDir, id) })
     }
     // Claimed before the first await, so a concurrent create of the same attempt sees it.
-    this.track(rec)
+    this.table.track(rec)
     if (upgraded) await this.saveSandbox(sb)
     mkdirSync(this.containerDir(rec.id), { recursive: true, mode: 0o700 })
     if (rec.runDir !== undefined) mkdirSync(rec.runDir, { recursive: true, mode: 0o700 })
-    await this.save(rec)
-    return this.view(rec)
+    await this.table.save(rec)
+    return this.table.view(rec)
   }
 
   /**
@@ -1118,7 +558,7 @@ export class ProcessDriver {
     }
   }
 
-  private view(rec: ContainerRecord): Runtime.Container {
+  private observe(rec: ContainerRecord): void {
     // The status's pid, for a view: isolated, the main process appears a moment after the start,
     // and a lookup reads /proc twice; every sync of a starting pod viewing its container made that
     // a cost per view, so views look at most every 100 ms (inspect and exec wait for it instead).
@@ -1127,26 +567,16 @@ export class ProcessDriver {
       this.mainLookedUp.set(rec.id, at)
       if (this.findMain(rec) !== undefined) this.mainLookedUp.delete(rec.id)
     }
-    return { id: rec.id, spec: rec.spec, status: rec.status, createdAt: rec.createdAt }
   }
 
-  async startContainer(id: string): Promise<Runtime.Container> {
-    const c = this.live(id)
-    if (c.rec.status.state !== "created" || c.starting !== undefined)
-      throw invalid(`container ${id} is ${c.starting ? "starting" : c.rec.status.state}; a container runs once`)
-    c.starting = this.launch(c).finally(() => (c.starting = undefined))
-    await c.starting
-    await this.refresh(c)
-    return this.view(c.rec)
+  startContainer(id: string): Promise<Runtime.Container> {
+    // A pod with namespaces is ready while its holder lives.
+    return this.table.start(id, async (c) => this.launch(c, readySandbox(this.sandboxes, c.rec.spec, (sb) => !sb.holder || Procfs.isAlive(sb.holder.pid, sb.holder.startTime))))
   }
 
-  private async launch(c: Live): Promise<void> {
-    const rec = c.rec
-    const spec = rec.spec
-    const sb = this.sandboxes.get(spec.sandboxId)
-    if (sb === undefined) throw invalid(`sandbox ${spec.sandboxId} is gone`)
-    if (sb.holder && !Procfs.isAlive(sb.holder.pid, sb.holder.startTime))
-      throw invalid(`sandbox ${sb.id} is not ready: its namespaces are gone`)
+  private async launch(c: Live, sb: SandboxRecord): Promise<void> {
+    const { rec } = c
+    const { spec } = rec
     const dir = this.shimDir(rec)
     const path = `${sb.id}/${rec.id}`
     const ctx = this.contextOf(sb, spec)
@@ -1173,7 +603,7 @@ export class ProcessDriver {
     // FIFOs from the pool are there before the shim: read them from now on, so the output of a
     // workload that ends at once is not lost with the pipe when its shim ends before the box attached.
     if (existsSync(join(dir, "stdout.fifo")) && existsSync(join(dir, "stderr.fifo"))) {
-      const writer = new ContainerLogs.Writer(this.containerDir(rec.id), this.rotation, dir)
+      const writer = this.table.logWriter(rec)
       c.writer = writer
       void writer.attach({ holdOpen: true })
     }
@@ -1190,7 +620,7 @@ export class ProcessDriver {
     writeFileSync(file, Shim.launchFile(this.tools, dir, workload), { mode: 0o600 })
     // Recorded before the launch: a box that dies right here finds the shim through its pid file.
     rec.status = { state: "running", startedAt: now() }
-    void this.save(rec)
+    void this.table.save(rec)
     const answer = await this.launcher.run(file)
     // The launch file holds the environment (secrets): it is not kept.
     void unlink(file).catch(() => undefined)
@@ -1204,8 +634,8 @@ export class ProcessDriver {
       if (!rec.isolated && launcher) rec.main = launcher
       rec.status = { state: "running", ...(rec.main ? { pid: rec.main.pid } : {}), startedAt: rec.status.startedAt! }
     }
-    void this.save(rec)
-    this.attachLogs(c)
+    void this.table.save(rec)
+    this.table.attach(c)
   }
 
   /**
@@ -1232,37 +662,29 @@ export class ProcessDriver {
     if (main !== undefined) {
       rec.main = main
       rec.status = { ...rec.status, pid: main.pid }
-      void this.save(rec)
+      void this.table.save(rec)
     }
     return main
   }
 
   async stopContainer(id: string, gracePeriodMs: number): Promise<Runtime.Container> {
-    const c = this.live(id)
-    if (c.starting) await c.starting.catch(() => undefined)
-    await this.refresh(c)
-    if (c.rec.status.state === "created") {
-      // Never started: stopping it just closes its life (as the CRI does).
-      c.rec.status = { state: "exited", exitCode: 0, reason: "Completed", finishedAt: now() }
-      await this.save(c.rec)
-      c.markExited()
-    }
+    const c = await this.table.settle(id)
     if (c.rec.status.state === "running") {
       if (gracePeriodMs > 0) {
         const signal = (signalOf(c.rec.spec.stopSignal ?? "SIGTERM") ?? "SIGTERM") as NodeJS.Signals
         kill((await this.mainOf(c.rec, 1000)) ?? c.rec.launcher, signal)
       }
-      if (!(await this.waitExit(c, Math.max(0, gracePeriodMs)))) {
+      if (!(await this.table.waitExit(c, Math.max(0, gracePeriodMs)))) {
         c.killedByBox = true
         await this.killTree(c.rec)
-        if (!(await this.waitExit(c, 10_000))) throw new Runtime.Unavailable({ message: `container ${id} did not die` })
+        if (!(await this.table.waitExit(c, 10_000))) throw new Runtime.Unavailable({ message: `container ${id} did not die` })
       }
     }
-    return this.view(c.rec)
+    return this.table.view(c.rec)
   }
 
   async signalContainer(id: string, signal: string): Promise<void> {
-    const c = this.live(id)
+    const c = this.table.live(id)
     const name = signalOf(signal)
     if (name === undefined) throw invalid(`unknown signal ${signal}`)
     const main = c.rec.status.state === "running" ? await this.mainOf(c.rec, 1000) : undefined
@@ -1271,7 +693,7 @@ export class ProcessDriver {
   }
 
   async execContainer(id: string, request: Runtime.ExecRequest): Promise<Runtime.ExecResult> {
-    const c = this.live(id)
+    const c = this.table.live(id)
     const rec = c.rec
     if (rec.status.state !== "running" || c.starting) throw invalid(`container ${id} is not running`)
     if (request.command.length === 0) throw invalid("command: required")
@@ -1285,283 +707,56 @@ export class ProcessDriver {
       cwd: "/",
       stdio: ["pipe", "pipe", "pipe"]
     })
-    await spawned(child).catch((e) => {
+    await ExecOutput.spawned(child).catch((e) => {
       throw new Runtime.Unavailable({ message: `exec: ${String(e)}` })
     })
-    const out = { stdout: [] as Array<Buffer>, stderr: [] as Array<Buffer>, sizes: { stdout: 0, stderr: 0 } }
-    for (const stream of ["stdout", "stderr"] as const)
-      child[stream]!.on("data", (b: Buffer) => {
-        if (out.sizes[stream] >= maxExecOutput) return
-        out[stream].push(b)
-        out.sizes[stream] += b.length
-      })
-    child.stdin!.on("error", () => undefined)
-    child.stdin!.end(request.stdin ?? "")
-    let timedOut = false
     const root = processId(child.pid)
-    const timer =
-      request.timeoutMs === undefined
-        ? undefined
-        : setTimeout(() => {
-            timedOut = true
-            // The command's tree, then the command itself (nsenter when isolated; see killTree).
-            if (root && ctx.holderPid !== undefined)
-              void killProcesses(() => Procfs.tree(root.pid).filter((s) => s.pid !== root.pid)).then(async () => {
-                for (let i = 0; i < 100 && Procfs.isAlive(root.pid, root.startTime); i++) await sleep(5)
-                kill(root, "SIGKILL")
-              })
-            else if (root) void killProcesses(() => Procfs.tree(root.pid))
-          }, request.timeoutMs)
-    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
-      child.once("close", (code, signal) => resolve([code, signal]))
-    )
-    if (timer) clearTimeout(timer)
-    return {
-      exitCode: code ?? 128 + (signal === null ? 9 : (signalNumber(signal) ?? 9)),
-      stdout: Buffer.concat(out.stdout).toString("utf8"),
-      stderr: Buffer.concat(out.stderr).toString("utf8"),
-      timedOut
-    }
+    const out = await ExecOutput.collect(child, request, () => {
+      // The command's tree, then the command itself (nsenter when isolated; see killTree).
+      if (root && ctx.holderPid !== undefined)
+        void Procfs.killUntilGone(() => Procfs.tree(root.pid).filter((s) => s.pid !== root.pid)).then(async () => {
+          for (let i = 0; i < 100 && Procfs.isAlive(root.pid, root.startTime); i++) await sleep(5)
+          kill(root, "SIGKILL")
+        })
+      else if (root) void Procfs.killUntilGone(() => Procfs.tree(root.pid))
+    })
+    return { exitCode: exitCodeOf(out.code, out.signal), stdout: out.stdout, stderr: out.stderr, timedOut: out.timedOut }
   }
 
   async removeContainer(id: string): Promise<void> {
-    const c = this.containers.get(id)
-    if (c === undefined) return
-    if (c.starting) await c.starting.catch(() => undefined)
-    if (c.rec.status.state === "running") {
+    const c = await this.table.remove(id, async (c) => {
+      if (c.rec.status.state !== "running") return
       c.killedByBox = true
       await this.killTree(c.rec)
-      await this.waitExit(c, 10_000)
-    }
-    c.writer?.close()
-    c.watcher?.close()
-    this.containers.delete(id)
+      await this.table.waitExit(c, 10_000)
+    })
+    if (c === undefined) return
     if (c.rec.cgroup) this.cg.remove(`${c.rec.spec.sandboxId}/${id}`)
-    // A record write in flight would put a file back into the directory while it is removed.
-    await this.writing.get(join(this.containerDir(id), "state.json"))?.done
     rmSync(this.containerDir(id), { recursive: true, force: true })
     if (c.rec.runDir !== undefined) rmSync(c.rec.runDir, { recursive: true, force: true })
-    this.recordSizes.delete(join(this.containerDir(id), "state.json"))
     this.mainLookedUp.delete(id)
-    this.sealedEnvs.delete(id)
-  }
-
-  async listContainers(filter?: Runtime.ContainerFilter): Promise<Array<Runtime.Container>> {
-    // Only the containers asked about are brought up to date: the agent lists one pod's
-    // containers per sync, and refreshing all of them each time (an exit file and /proc reads per
-    // container) made a node of N pods do O(N²) file reads while they started.
-    // (The state is matched after the refresh: a container may have just exited.)
-    const { state: _state, ...identity } = filter ?? {}
-    // Matched on the records (a view may read /proc for the main process), viewed once matched.
-    const asked = [...this.containers.values()].filter((c) => Runtime.matchesContainer(c.rec, identity))
-    await Promise.all(asked.map((c) => this.refresh(c)))
-    return asked.map((c) => this.view(c.rec)).filter((c) => Runtime.matchesContainer(c, filter))
   }
 
   async inspectContainer(id: string): Promise<Runtime.Container> {
-    const c = this.live(id)
-    await this.refresh(c)
+    const c = this.table.live(id)
+    await this.table.refresh(c)
     // Isolated, the main process is nsenter's child, a moment behind a start: an inspection
     // (the kbox API answers a start with one) waits for it. A start itself does not: polling
     // /proc for it made every start of a burst slower, and the agent never asks for the pid.
     if (c.rec.isolated === true && c.starting === undefined) await this.mainOf(c.rec, 500)
-    return this.view(c.rec)
+    return this.table.view(c.rec)
   }
 
-  logs(id: string, options: Runtime.LogOptions = {}): Stream.Stream<Runtime.LogChunk, Runtime.NotFound> {
-    return Stream.unwrap(
-      Effect.sync(() => {
-        const c = this.containers.get(id)
-        if (c === undefined) return Stream.fail(notFound("container", id))
-        const timestamps = options.timestamps === true
-        const dir = this.containerDir(id)
-        return Stream.asyncPush<Runtime.LogChunk>((emit) =>
-          Effect.acquireRelease(
-            Effect.sync(() => {
-              // Read the file and subscribe in one synchronous step: no line falls in between.
-              for (const l of ContainerLogs.read(dir, this.rotation, options, Date.now()))
-                emit.single(ContainerLogs.toChunk(l, timestamps))
-              if (options.follow !== true || c.rec.status.state !== "running" || c.writer === undefined) {
-                emit.end()
-                return () => {}
-              }
-              const unlisten = c.writer.listen((l) => emit.single(ContainerLogs.toChunk(l, timestamps)))
-              void c.exited.then(() => emit.end())
-              return unlisten
-            }),
-            (unlisten) => Effect.sync(unlisten)
-          )
-        )
-      })
-    )
+  applyNetworkPolicy(id: string, rules: Runtime.NetworkPolicyRules): Promise<Runtime.NetworkPolicyApplied> {
+    return NetworkPolicyEnforcer.applyToPod(this.podNetns(id), rules)
   }
 
-  statsOf(id: string): Runtime.Stats {
-    const c = this.live(id)
-    const rec = c.rec
-    if (rec.status.state !== "running") throw invalid(`container ${id} is not running`)
-    const at = Date.now()
-    let cpuNanos = 0
-    let workingSet = 0
-    let rss = 0
-    let limit: number | undefined
-    let pids = 0
-    const sample = rec.cgroup ? this.cg.sample(`${rec.spec.sandboxId}/${rec.id}`) : undefined
-    if (sample) {
-      cpuNanos = sample.cpuNanos
-      workingSet = sample.workingSetBytes
-      rss = sample.rssBytes
-      limit = sample.memoryLimitBytes
-      pids = sample.pids
-    } else {
-      const procs = rec.launcher ? Procfs.tree(rec.launcher.pid) : []
-      for (const p of procs) {
-        cpuNanos += ((p.utime + p.stime) * 1e9) / Procfs.clockTicksPerSecond
-        rss += p.rssPages * Procfs.pageSize
-      }
-      workingSet = rss
-      pids = procs.length
-    }
-    const since = c.lastCpu ?? { nanos: 0, at: Date.parse(rec.status.startedAt ?? new Date(at).toISOString()) }
-    const seconds = Math.max(0.001, (at - since.at) / 1000)
-    c.lastCpu = { nanos: cpuNanos, at }
-    return {
-      timestamp: new Date(at).toISOString(),
-      cpu: { usageCoreNanoSeconds: cpuNanos, usageNanoCores: Math.max(0, Math.round((cpuNanos - since.nanos) / seconds)) },
-      memory: { workingSetBytes: workingSet, rssBytes: rss, ...(limit === undefined ? {} : { limitBytes: limit }) },
-      pids
-    }
-  }
-
-  processesOf(id: string): Array<Runtime.Process> {
-    const rec = this.live(id).rec
-    if (rec.status.state !== "running") return []
-    const pids = rec.cgroup
-      ? this.cg.pids(`${rec.spec.sandboxId}/${rec.id}`)
-      : rec.launcher
-        ? Procfs.tree(rec.launcher.pid).map((s) => s.pid)
-        : []
-    const out: Array<Runtime.Process> = []
-    for (const pid of pids) {
-      const s = Procfs.stat(pid)
-      if (s === undefined || s.state === "Z") continue
-      out.push({ pid, ppid: s.ppid, command: s.comm, args: Procfs.cmdline(pid), rssBytes: s.rssPages * Procfs.pageSize, state: s.state })
-    }
-    return out
-  }
-
-  // ---------------------------------------------------------------------------------------------
-  // Images: rootfs tarballs stored by digest (the runc driver runs them; this one keeps them).
-  // ---------------------------------------------------------------------------------------------
-
-  private imagesIndex(): Array<Runtime.Image> {
-    try {
-      return JSON.parse(readFileSync(join(this.dataDir, "images", "index.json"), "utf8")) as Array<Runtime.Image>
-    } catch {
-      return []
-    }
-  }
-
-  async importImage(request: Runtime.ImportRequest): Promise<Runtime.Image> {
-    const name = /:[^/]+$/.test(request.name) ? request.name : `${request.name}:latest`
-    if (!/^[a-z0-9][a-z0-9._\-/]*:[\w][\w.-]*$/.test(name)) throw invalid(`name: ${JSON.stringify(request.name)} is not NAME:TAG`)
-    let size: number
-    try {
-      size = statSync(request.path).size
-    } catch {
-      throw invalid(`path: ${request.path} cannot be read`)
-    }
-    const hash = createHash("sha256")
-    await new Promise<void>((resolve, reject) =>
-      createReadStream(request.path).on("data", (b) => hash.update(b)).on("end", resolve).on("error", reject)
-    )
-    const hex = hash.digest("hex")
-    const blobs = join(this.dataDir, "images", "blobs")
-    mkdirSync(blobs, { recursive: true, mode: 0o700 })
-    const blob = join(blobs, `sha256-${hex}.tar`)
-    if (!existsSync(blob)) {
-      copyFileSync(request.path, `${blob}.tmp`)
-      renameSync(`${blob}.tmp`, blob)
-    }
-    const digest = `sha256:${hex}`
-    const index = this.imagesIndex().map((i) => ({ ...i, names: i.names.filter((n) => n !== name) }))
-    const existing = index.find((i) => i.digest === digest)
-    const image: Runtime.Image = existing
-      ? { ...existing, names: [...existing.names, name] }
-      : { names: [name], digest, sizeBytes: size, importedAt: now() }
-    const next = [...index.filter((i) => i.digest !== digest), image]
-    writeJson(join(this.dataDir, "images", "index.json"), next)
-    return image
-  }
-
-  listImages(): Array<Runtime.Image> {
-    return this.imagesIndex()
+  /** Image operations: rootfs tarballs stored by digest (the runc driver runs them; this one keeps them). */
+  get images(): Runtime.Images {
+    return ImageBlobs.images(this.dataDir)
   }
 }
 
-/** SIGKILL what `list` returns until it returns nothing (bounded: a fork bomb hits its pids limit). */
-const killProcesses = async (list: () => ReadonlyArray<Procfs.Stat>): Promise<void> => {
-  for (let i = 0; i < 100; i++) {
-    const procs = list()
-    if (procs.length === 0) return
-    for (const p of procs) {
-      try {
-        process.kill(p.pid, "SIGKILL")
-      } catch {
-        // gone
-      }
-    }
-    await sleep(10)
-  }
-}
-
-/** Resolve when a child process has been spawned, reject when it could not be. */
-const spawned = (child: ChildProcess) =>
-  new Promise<void>((resolve, reject) => {
-    child.once("spawn", resolve)
-    child.once("error", reject)
-  })
-
-const isRuntimeError = (e: unknown): e is Runtime.RuntimeError =>
-  e instanceof Runtime.NotFound ||
-  e instanceof Runtime.AlreadyExists ||
-  e instanceof Runtime.Invalid ||
-  e instanceof Runtime.Unavailable ||
-  e instanceof Runtime.Unsupported
-
-/** Run a driver call as an Effect; anything unexpected it throws is `Unavailable`. */
-const call = <A, E extends Runtime.RuntimeError>(f: () => A | Promise<A>): Effect.Effect<A, E> =>
-  Effect.tryPromise({
-    try: async () => f(),
-    catch: (e) =>
-      (isRuntimeError(e) ? e : new Runtime.Unavailable({ message: e instanceof Error ? e.message : String(e) })) as E
-  })
 
 /** The driver as core's Runtime service. */
-export const toRuntime = (d: ProcessDriver): Runtime.RuntimeService => ({
-  info: Effect.succeed(d.info),
-  sandboxes: {
-    create: (spec) => call(() => d.createSandbox(spec)),
-    get: (id) => call(() => d.getSandbox(id)),
-    list: (filter) => call(() => d.listSandboxes(filter)),
-    remove: (id) => call(() => d.removeSandbox(id))
-  },
-  containers: {
-    create: (spec) => call(() => d.createContainer(spec).then((c) => c.id)),
-    start: (id) => call(() => d.startContainer(id).then(() => undefined)),
-    stop: (id, { gracePeriodMs }) => call(() => d.stopContainer(id, gracePeriodMs).then((c) => c.status)),
-    signal: (id, signal) => call(() => d.signalContainer(id, signal)),
-    exec: (id, request) => call(() => d.execContainer(id, request)),
-    remove: (id) => call(() => d.removeContainer(id)),
-    list: (filter) => call(() => d.listContainers(filter)),
-    inspect: (id) => call(() => d.inspectContainer(id)),
-    logs: (id, options) => d.logs(id, options),
-    stats: (id) => call(() => d.statsOf(id)),
-    processes: (id) => call(() => d.processesOf(id)),
-    applyNetworkPolicy: (id, rules) => call(() => NetworkPolicyEnforcer.applyToPod(d.podNetns(id), rules))
-  },
-  images: {
-    import: (request) => call(() => d.importImage(request)),
-    list: call(() => d.listImages())
-  }
-})
+export const toRuntime = (d: ProcessDriver): Runtime.RuntimeService => driverRuntime(d, d.images)

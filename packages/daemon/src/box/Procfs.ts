@@ -79,6 +79,33 @@ export const isAlive = (pid: number, startTime?: number): boolean => {
   return startTime === undefined || s.startTime === startTime
 }
 
+/** A process by pid and start time: a pid the kernel reused is another process. */
+export interface ProcessId {
+  readonly pid: number
+  readonly startTime: number
+}
+
+/** The identity of a live process; undefined for no pid, a bad one, or one that is gone. */
+export const processId = (pid: number | undefined): ProcessId | undefined => {
+  if (pid === undefined || !Number.isInteger(pid) || pid <= 0) return undefined
+  const s = stat(pid)
+  return s === undefined ? undefined : { pid, startTime: s.startTime }
+}
+
+/** Is this exact process still alive? */
+export const alive = (p: ProcessId | undefined): p is ProcessId => p !== undefined && isAlive(p.pid, p.startTime)
+
+/** Signal this exact process if it is alive; whether the signal was sent. */
+export const signal = (p: ProcessId | undefined, sig: NodeJS.Signals | number): boolean => {
+  if (!alive(p)) return false
+  try {
+    process.kill(p.pid, sig)
+    return true
+  } catch {
+    return false
+  }
+}
+
 let snapshot: { readonly at: number; readonly stats: Array<Stat> } | undefined
 
 /**
@@ -161,5 +188,21 @@ export const bootTimeMs = (): number => {
     return m ? Number(m[1]) * 1000 : 0
   } catch {
     return 0
+  }
+}
+
+/** SIGKILL what `list` returns until it returns nothing (bounded: a fork bomb hits its pids limit). */
+export const killUntilGone = async (list: () => ReadonlyArray<Stat>): Promise<void> => {
+  for (let i = 0; i < 100; i++) {
+    const procs = list()
+    if (procs.length === 0) return
+    for (const p of procs) {
+      try {
+        process.kill(p.pid, "SIGKILL")
+      } catch {
+        // gone
+      }
+    }
+    await new Promise<void>((r) => setTimeout(r, 10))
   }
 }

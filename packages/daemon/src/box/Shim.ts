@@ -32,9 +32,11 @@
  * capabilities, no_new_privs: Confinement.ts) instead ends its chain with [`unshare --mount` for
  * a read-only root,] `setpriv` and **stage 2**, an `sh` that makes those checks as that user.
  */
+import { spawnSync } from "node:child_process"
 import type * as Cgroups from "./Cgroups.js"
 import { setprivArgs } from "./Confinement.js"
 import { quote } from "./Launcher.js"
+import { which } from "./Tools.js"
 
 /**
  * The shim, run in place by a container's launch file after `set -- TOKEN DIR MKFIFO ROOT WD
@@ -313,3 +315,28 @@ export const holderArgv = (tools: Tools, hostname: string, net = false): Array<s
 export const mountScript = `mkdir -p "$2" && mount --bind "$1" "$2" || exit 1
 if [ "$3" = ro ]; then mount -o remount,bind,ro "$2" || exit 1; fi
 `
+
+/** Does this nsenter have `--wdns` (util-linux 2.38)? Without it, stage 2 enters working directories. */
+const nsenterEntersWorkingDirs = (nsenter: string | undefined): boolean =>
+  nsenter !== undefined && spawnSync(nsenter, ["--help"], { encoding: "utf8" }).stdout?.includes("--wdns") === true
+
+/** Can this env put ignored signals back to their default (`--default-signal`, coreutils 8.31)? */
+const envRestoresSignals = (env: string): boolean => spawnSync(env, ["--default-signal=INT,QUIT", "true"]).status === 0
+
+/** The tools of this host the chain uses (the native shim is added by the driver that finds one). */
+export const hostTools = (): Tools => {
+  const env = which("env") ?? "/usr/bin/env"
+  const nsenter = which("nsenter")
+  return {
+    sh: which("sh") ?? "/bin/sh",
+    env,
+    mkfifo: which("mkfifo") ?? "/usr/bin/mkfifo",
+    setsid: which("setsid") ?? "setsid",
+    envDefaultSignal: envRestoresSignals(env),
+    nsenter,
+    nsenterWdns: nsenterEntersWorkingDirs(nsenter),
+    unshare: which("unshare"),
+    setpriv: which("setpriv"),
+    native: undefined
+  }
+}
