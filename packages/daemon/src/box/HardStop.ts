@@ -23,7 +23,7 @@ import * as Procfs from "./Procfs.js"
 
 /** The strings whose presence in a process's argv marks it as this box's (pure). */
 export const markers = (dataDir: string, uid: number = process.getuid?.() ?? 0): ReadonlyArray<string> => [
-  // As ProcessDriver names the run directory (runDirFor).
+  // As the process driver names the run directory (RunDir.runDirFor).
   `/dev/shm/kbox-${uid}-${createHash("sha256").update(dataDir).digest("hex").slice(0, 12)}/`,
   `${dataDir.replace(/\/+$/, "")}/`
 ]
