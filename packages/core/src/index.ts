@@ -10,6 +10,8 @@ export * as Authorization from "./model/Authorization.js"
 export * as Batch from "./model/Batch.js"
 export * as Config from "./model/Config.js"
 export * as CronSchedule from "./model/CronSchedule.js"
+// Named for Go so it does not shadow effect's Duration where both are imported.
+export * as GoDuration from "./model/Duration.js"
 export * as CustomResourceDefinition from "./model/CustomResourceDefinition.js"
 export * as Decode from "./model/Decode.js"
 export * as EndpointSlice from "./model/EndpointSlice.js"

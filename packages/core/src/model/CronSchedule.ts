@@ -15,6 +15,7 @@
  */
 import { Cron } from "croner"
 import { Either, Option } from "effect"
+import * as Duration from "./Duration.js"
 
 /** A parsed schedule: `next(after)` is the first activation strictly after `after`. */
 export interface Schedule {
@@ -124,35 +125,6 @@ const parseField = (text: string, bounds: Bounds): Either.Either<Field, string> 
   return Either.right({ values, star })
 }
 
-const goDurationUnits: Readonly<Record<string, number>> = { ns: 1e-6, us: 1e-3, "µs": 1e-3, "μs": 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
-
-/** Go's `time.ParseDuration`, in milliseconds, with Go's error text. */
-const parseGoDuration = (text: string): Either.Either<number, string> => {
-  const quoted = JSON.stringify(text)
-  let s = text
-  let sign = 1
-  if (s.startsWith("-") || s.startsWith("+")) {
-    sign = s.startsWith("-") ? -1 : 1
-    s = s.slice(1)
-  }
-  if (s === "0") return Either.right(0)
-  if (s === "") return Either.left(`time: invalid duration ${quoted}`)
-  let total = 0
-  while (s !== "") {
-    const m = /^(\d*)(?:\.(\d*))?/.exec(s)!
-    const [number, whole = "", fraction] = m
-    if (whole === "" && (fraction === undefined || fraction === "")) return Either.left(`time: invalid duration ${quoted}`)
-    s = s.slice(number.length)
-    const unit = /^[^\d.]*/.exec(s)![0]
-    if (unit === "") return Either.left(`time: missing unit in duration ${quoted}`)
-    const scale = goDurationUnits[unit]
-    if (scale === undefined) return Either.left(`time: unknown unit ${JSON.stringify(unit)} in duration ${quoted}`)
-    total += Number(`${whole || "0"}.${fraction ?? ""}0`) * scale
-    s = s.slice(unit.length)
-  }
-  return Either.right(sign * total)
-}
-
 // https://data.iana.org/time-zones/theory.html#naming, as kube-apiserver checks it.
 const timeZonePartRe = /^[A-Za-z.\-_0-9+]{1,14}$/
 
@@ -201,7 +173,7 @@ export const parse = (schedule: string, timeZone?: string): Either.Either<Schedu
   if (timeZone !== undefined && !knownZone(timeZone)) return Either.left(`unknown time zone ${timeZone}`)
   if (spec.startsWith("@")) {
     if (spec.startsWith("@every ")) {
-      const d = parseGoDuration(spec.slice("@every ".length))
+      const d = Duration.parse(spec.slice("@every ".length))
       if (Either.isLeft(d)) return Either.left(`failed to parse duration ${spec}: ${d.left}`)
       // robfig: at least one second, truncated to whole seconds, from the second of `after`.
       const delay = Math.max(1000, d.right) - (Math.max(1000, d.right) % 1000)

@@ -5,6 +5,7 @@
  * stored: `timestamp` is when the sample was taken and `window` the span its CPU rate averages.
  */
 import { Schema } from "effect"
+import * as Duration from "./Duration.js"
 import { optional } from "./internal/fields.js"
 import { ObjectMeta } from "./Meta.js"
 import { ResourceList } from "./Quantity.js"
@@ -70,16 +71,9 @@ export const formatDuration = (ms: number): string => {
   return seconds
 }
 
-/** Milliseconds of a Go duration string (`15s`, `1m0s`, `1.5s`, `250ms`), or undefined. */
-export const parseDuration = (text: string): number | undefined => {
-  const units: Readonly<Record<string, number>> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1, us: 0.001, "µs": 0.001, ns: 0.000001 }
-  if (text === "0") return 0
-  const re = /([0-9]+(?:\.[0-9]*)?)(h|ms|m|s|us|µs|ns)/gy
-  let total = 0
-  let at = 0
-  for (let m = re.exec(text); m !== null; m = re.exec(text)) {
-    total += Number(m[1]) * units[m[2]!]!
-    at = re.lastIndex
-  }
-  return at === text.length && at > 0 ? total : undefined
-}
+/**
+ * Milliseconds of a Go duration string (`15s`, `1m0s`, `1.5s`, `250ms`), or undefined. Narrower
+ * than Go, as it always was: no sign, no number without leading digits (`.5s`), no Greek-mu `μs`.
+ */
+export const parseDuration = (text: string): number | undefined =>
+  /^[+-]|(^|[^0-9])\.|\u03bc/.test(text) ? undefined : Duration.toMillis(text)
