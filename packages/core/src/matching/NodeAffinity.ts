@@ -7,6 +7,7 @@
  */
 import type { JsonObject } from "../object/Json.js"
 import { asArray, asObject, asString } from "../object/Json.js"
+import { labelsOf, nameOf } from "../object/Metadata.js"
 
 const isInteger = (s: string) => /^[+-]?[0-9]+$/.test(s)
 
@@ -48,9 +49,8 @@ export const matchesTerm = (term: Record<string, unknown>, node: JsonObject): bo
   const expressions = asArray(term["matchExpressions"]).map(asObject)
   const fields = asArray(term["matchFields"]).map(asObject)
   if (expressions.length === 0 && fields.length === 0) return false
-  const m = asObject(node["metadata"])
-  const labels = asObject(m["labels"]) as Record<string, string>
-  const nodeFields = { "metadata.name": asString(m["name"]) }
+  const labels = labelsOf(node)
+  const nodeFields = { "metadata.name": nameOf(node) }
   return expressions.every((r) => matchesRequirement(r, labels)) && fields.every((r) => matchesRequirement(r, nodeFields))
 }
 
@@ -60,7 +60,7 @@ export const matchesNodeSelectorTerms = (selector: Record<string, unknown>, node
 
 /** Whether a `spec.nodeSelector` map holds for `node`: every key present with the same value. */
 export const matchesNodeSelector = (nodeSelector: Readonly<Record<string, unknown>> | undefined, node: JsonObject): boolean => {
-  const labels = asObject(asObject(node["metadata"])["labels"])
+  const labels = labelsOf(node)
   return Object.entries(nodeSelector ?? {}).every(([k, v]) => Object.prototype.hasOwnProperty.call(labels, k) && labels[k] === v)
 }
 

@@ -10,7 +10,7 @@
  *             ─▶ Reserve ─▶ Permit ─▶ Bind (the only Effect)     Unreserve on any failure after Reserve
  */
 import type { Effect } from "effect"
-import type { JsonObject } from "../informer/Informer.js"
+import type { JsonObject } from "../object/Json.js"
 import type { NodeInfo, PodInfo, Snapshot } from "./Snapshot.js"
 
 /** What a plugin answers. */

@@ -14,6 +14,7 @@ import type { SubresourceHandler } from "../api/ApiServer.js"
 import * as ApiError from "../api/ApiError.js"
 import { json } from "../api/Http.js"
 import * as Objects from "../api/Objects.js"
+import * as Views from "../object/Views.js"
 
 /** Where the handler finds decisions: the running scheduler's `explain`, when there is one. */
 export type Explain = (uid: string) => Schedule.Explanation | undefined
@@ -47,7 +48,7 @@ export const handler = (explain: () => Explain | undefined): SubresourceHandler 
         apiVersion: "fleet.koder.dev/v1",
         kind: "Placement",
         metadata: { name, namespace, uid },
-        nodeName: (pod["spec"] as Record<string, unknown> | undefined)?.["nodeName"],
+        nodeName: Views.pod(pod).spec?.nodeName,
         ...explanation
       })
     })

@@ -15,6 +15,7 @@
  */
 import { Either } from "effect"
 import * as YAML from "yaml"
+import { isJsonObject } from "../object/Json.js"
 import type {
   BindPlugin,
   Enabled,
@@ -111,6 +112,7 @@ export const effectivePlugins = (profile: Profile): Readonly<Record<Point, Plugi
 
 /** Whether a plugin implements an extension point (has its method). */
 export const implementsPoint = (plugin: Plugin, point: ExtensionPoint): boolean => {
+  // A plugin's extension points are its methods, looked up here by name.
   const p = plugin as unknown as Record<string, unknown>
   switch (point) {
     case "queueSort":
@@ -265,7 +267,7 @@ class Decoder {
 
   record(v: unknown, path: string): Record<string, unknown> {
     if (v === undefined || v === null) return {}
-    if (typeof v === "object" && !Array.isArray(v)) return v as Record<string, unknown>
+    if (isJsonObject(v)) return v
     this.fail(`${path}: must be an object`)
     return {}
   }

@@ -19,7 +19,7 @@
  *   anti-affinity (upstream also keeps a required-anti-affinity list).
  */
 import * as Quantity from "../model/Quantity.js"
-import type { JsonObject } from "../informer/Informer.js"
+import type { JsonObject } from "../object/Json.js"
 import type { TaintLike } from "../matching/TaintToleration.js"
 import { asArray, asObject, asString } from "../object/Json.js"
 

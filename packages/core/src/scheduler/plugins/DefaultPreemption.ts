@@ -30,7 +30,7 @@
  * the framework contract, so Filter plugins see the victims gone only through the NodeInfo they
  * are given (Snapshot's `withoutPod`/`withPod` what-if views); dry runs are sequential, not parallel.
  */
-import type { JsonObject } from "../../informer/Informer.js"
+import type { JsonObject } from "../../object/Json.js"
 import { timeMs } from "../../object/Metadata.js"
 import * as FieldError from "../../model/FieldError.js"
 import * as LabelSelector from "../../model/LabelSelector.js"

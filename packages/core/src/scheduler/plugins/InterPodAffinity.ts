@@ -26,7 +26,7 @@
  * Filter recognises a what-if view of a node (a generation outside the snapshot's, as preemption
  * builds them) and counts that node's pods from the view instead, to the same effect.
  */
-import type { JsonObject } from "../../informer/Informer.js"
+import type { JsonObject } from "../../object/Json.js"
 import * as LabelSelector from "../../model/LabelSelector.js"
 import type { Factory, FilterPlugin, Handle, PreFilterPlugin, PreScorePlugin, ScorePlugin, Status } from "../Framework.js"
 import { MaxScore, status, success } from "../Framework.js"

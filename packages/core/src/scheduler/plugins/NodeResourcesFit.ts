@@ -22,7 +22,7 @@ import type { CycleState, Factory, FilterPlugin, PreFilterPlugin, PreFilterResul
 import { MaxScore, status, success } from "../Framework.js"
 import * as FieldError from "../../model/FieldError.js"
 import * as Validation from "../../model/Validation.js"
-import type { JsonObject } from "../../informer/Informer.js"
+import type { JsonObject } from "../../object/Json.js"
 import type { NodeInfo, PodInfo, Resources } from "../Snapshot.js"
 import * as Snapshot from "../Snapshot.js"
 import * as Signature from "../Signature.js"

@@ -22,7 +22,7 @@
  * generation outside the snapshot's, as preemption builds them) and recounts that node's pods
  * against the snapshot's, to the same effect.
  */
-import type { JsonObject } from "../../informer/Informer.js"
+import type { JsonObject } from "../../object/Json.js"
 import * as LabelSelector from "../../model/LabelSelector.js"
 import type {
   Factory,
@@ -39,6 +39,7 @@ import { matchesNodeSelectorAndAffinity } from "../../matching/NodeAffinity.js"
 import type { NodeInfo, PodInfo, Snapshot } from "../Snapshot.js"
 import { tolerationsOf, untoleratedTaint } from "../../matching/TaintToleration.js"
 import { asArray, asObject, asString } from "../../object/Json.js"
+import * as Views from "../../object/Views.js"
 
 /** The plugin's name in profiles (upstream's). */
 export const name = "PodTopologySpread"
@@ -402,8 +403,7 @@ export const ownerLabelsSelector = (pod: PodInfo): LabelSelector.LabelSelector |
 const podSpec = (pod: PodInfo): Record<string, unknown> => asObject(pod.pod["spec"])
 
 const isTerminating = (p: PodInfo): boolean => {
-  const m = p.pod["metadata"] as Record<string, unknown> | undefined
-  return m !== undefined && m !== null && m["deletionTimestamp"] != null
+  return Views.pod(p.pod).metadata?.deletionTimestamp != null
 }
 
 /** Pods on `node` in `namespace` matching, skipping terminating pods (upstream #87621). */

@@ -22,7 +22,7 @@
  * Available. No dynamic provisioning, no storage capacity scoring, no ephemeral volume creation
  * (an ephemeral volume's claim `<pod>-<volume>` must exist and be owned by the pod).
  */
-import type { JsonObject } from "../../informer/Informer.js"
+import type { JsonObject } from "../../object/Json.js"
 import * as LabelSelector from "../../model/LabelSelector.js"
 import * as Quantity from "../../model/Quantity.js"
 import type { CycleState, Factory, FilterPlugin, Handle, PreFilterPlugin, ReservePlugin, Status } from "../Framework.js"
