@@ -77,7 +77,6 @@ const oversizedTemporarily = [
   "packages/core/src/controllers/GarbageCollector.ts",
   "packages/core/src/controllers/Job.ts",
   "packages/core/src/runtime/MemoryRuntime.ts",
-  "packages/core/src/scheduler/Scheduler.ts",
   "packages/core/src/store/internal/memoryStore.ts",
   "packages/core/src/testing/SimulatedKubelet.ts",
   "packages/core/src/testing/StoreContract.ts",
