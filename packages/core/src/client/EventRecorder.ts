@@ -13,6 +13,7 @@
 import { Clock, Effect } from "effect"
 import type * as Client from "./Client.js"
 import * as ApiError from "../api/ApiError.js"
+import { metadataOf, nameOf, namespaceOrUndefined, uidOf } from "../object/Metadata.js"
 import * as ResourceRefs from "../object/ResourceRefs.js"
 
 /** Records events. */
@@ -69,10 +70,9 @@ export const make = (client: Client.Client, source: { readonly component: string
   record: (object, type, reason, message) =>
     Effect.flatMap(Clock.currentTimeMillis, (recordedAt) => one(Effect.gen(function* () {
       if (options.whenIdle !== undefined) yield* options.whenIdle(recordedAt)
-      const m = (object["metadata"] ?? {}) as Record<string, unknown>
-      const name = String(m["name"] ?? "")
-      const namespace = (m["namespace"] as string | undefined) ?? "default"
-      const uid = String(m["uid"] ?? "")
+      const name = nameOf(object)
+      const namespace = namespaceOrUndefined(object) ?? "default"
+      const uid = uidOf(object)
       const eventName = `${name}.${fnv([source.component, source.host ?? "", object["kind"], namespace, name, uid, type, reason, message].join("\u0000"))}`
       const now = new Date(recordedAt).toISOString().replace(/\.\d+Z$/, "Z")
       const known = counts.get(eventName)
@@ -89,10 +89,10 @@ export const make = (client: Client.Client, source: { readonly component: string
         involvedObject: {
           apiVersion: object["apiVersion"],
           kind: object["kind"],
-          namespace: m["namespace"],
+          namespace: metadataOf(object)["namespace"],
           name,
           uid,
-          resourceVersion: m["resourceVersion"]
+          resourceVersion: metadataOf(object)["resourceVersion"]
         },
         reason,
         message,

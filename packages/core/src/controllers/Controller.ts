@@ -24,6 +24,8 @@ import { MetricRegistry } from "../observability/MetricRegistry.js"
 import * as EventRecorder from "../client/EventRecorder.js"
 import * as Informer from "../informer/Informer.js"
 import * as WorkQueue from "../informer/WorkQueue.js"
+import { asObject } from "../object/Json.js"
+import { controllerRefOf, isTerminating, metadataOf, namespaceOrUndefined } from "../object/Metadata.js"
 
 /** What a reconcile answers: nothing, or when to look again even if nothing changes. */
 export interface Result {
@@ -89,12 +91,10 @@ export const controllerOf =
     const keys = new Set<string>()
     for (const o of [change.object, change.old]) {
       if (o === undefined) continue
-      const m = (o["metadata"] ?? {}) as Record<string, unknown>
-      const refs = (m["ownerReferences"] as ReadonlyArray<Record<string, unknown>> | undefined) ?? []
-      const owner = refs.find((r) => r["controller"] === true)
-      if (owner !== undefined && owner["kind"] === kind) {
-        const ns = m["namespace"] as string | undefined
-        keys.add(ns ? `${ns}/${String(owner["name"])}` : String(owner["name"]))
+      const owner = controllerRefOf(o)
+      if (owner !== undefined && owner.kind === kind) {
+        const ns = namespaceOrUndefined(o)
+        keys.add(ns ? `${ns}/${String(owner.name)}` : String(owner.name))
       }
     }
     return [...keys]
@@ -150,13 +150,12 @@ interface Written {
 }
 
 const refKey = (ref: Client.ResourceRef) => `${ref.apiVersion}/${ref.kind ?? ref.plural ?? ""}`
-const metaOf = (o: Client.JsonObject) => (o["metadata"] ?? {}) as Record<string, unknown>
 
 /** A client that records the revisions and deletions of what it writes. */
 const tracking = (client: Client.Client, written: () => Written): Client.Client => {
   const note = (ref: Client.ResourceRef) => (o: Client.JsonObject) =>
     Effect.sync(() => {
-      const rv = Number(metaOf(o)["resourceVersion"] ?? 0)
+      const rv = Number(metadataOf(o)["resourceVersion"] ?? 0)
       const w = written()
       const k = refKey(ref)
       if (rv > (w.revisions.get(k) ?? 0)) w.revisions.set(k, rv)
@@ -172,9 +171,8 @@ const tracking = (client: Client.Client, written: () => Written): Client.Client 
       Effect.flatMap(client.delete(ref, ns, name, options), (answer) => {
         // Pending deletions (grace period, finalizers) answer the updated object: wait for its
         // revision. Immediate ones answer the old object or a Status: wait for the object to go.
-        if (answer["kind"] !== "Status" && metaOf(answer)["deletionTimestamp"] !== undefined) return note(ref)(answer)
-        const details = (answer["details"] ?? {}) as Record<string, unknown>
-        const uid = String((answer["kind"] === "Status" ? details["uid"] : metaOf(answer)["uid"]) ?? "")
+        if (answer["kind"] !== "Status" && isTerminating(answer)) return note(ref)(answer)
+        const uid = String((answer["kind"] === "Status" ? asObject(answer["details"])["uid"] : metadataOf(answer)["uid"]) ?? "")
         return Effect.sync(() => {
           written().deletions.push({ ref, namespace: ns, name, uid })
           return answer
@@ -195,7 +193,7 @@ const observe = (started: ReadonlyMap<string, Informer.Informer>, w: Written) =>
       if (informer === undefined) continue
       yield* informer.waitUntil(() => {
         const o = informer.get(d.namespace, d.name)
-        return o === undefined || (d.uid !== "" && metaOf(o)["uid"] !== d.uid) || metaOf(o)["deletionTimestamp"] !== undefined
+        return o === undefined || (d.uid !== "" && metadataOf(o)["uid"] !== d.uid) || isTerminating(o)
       }, observeTimeoutMs)
     }
   })

@@ -15,6 +15,7 @@ import type * as Controller from "./Controller.js"
 import { isTerminating, metadataOf } from "../object/Metadata.js"
 import { type JsonObject } from "../object/Json.js"
 import * as ResourceRefs from "../object/ResourceRefs.js"
+import * as Views from "../object/Views.js"
 
 
 
@@ -23,7 +24,7 @@ export const defaultAccounts: ReadonlyArray<string> = ["default"]
 
 /** Whether a namespace is active: exists, not being deleted, phase Active (or not yet set). */
 export const isActive = (ns: JsonObject): boolean => {
-  const phase = ((ns["status"] ?? {}) as Record<string, unknown>)["phase"]
+  const phase = Views.namespace(ns).status?.phase
   return !isTerminating(ns) && (phase === undefined || phase === "Active")
 }
 

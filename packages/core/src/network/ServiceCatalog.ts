@@ -14,7 +14,7 @@ import * as Informer from "../informer/Informer.js"
 import type * as DnsRecords from "./DnsRecords.js"
 import * as ServiceBackends from "./ServiceBackends.js"
 import { type JsonObject } from "../object/Json.js"
-import { metadataOf } from "../object/Metadata.js"
+import { labelsOf, namespaceOf } from "../object/Metadata.js"
 import * as ResourceRefs from "../object/ResourceRefs.js"
 
 
@@ -30,9 +30,8 @@ export interface ServiceCatalog extends DnsRecords.View {
 }
 
 const sliceOwner = (slice: JsonObject): string | undefined => {
-  const labels = (metadataOf(slice)["labels"] ?? {}) as Record<string, unknown>
-  const name = labels[ServiceBackends.serviceNameLabel]
-  return typeof name === "string" && name !== "" ? `${String(metadataOf(slice)["namespace"] ?? "")}/${name}` : undefined
+  const name = labelsOf(slice)[ServiceBackends.serviceNameLabel]
+  return typeof name === "string" && name !== "" ? `${namespaceOf(slice)}/${name}` : undefined
 }
 
 /** Start the catalog's informers on `client` in the current scope. */

@@ -4,7 +4,7 @@
  * controlling owner, deletion, and the `namespace/name` key work queues carry. Absent parts read
  * as empty ("" or {}), never as undefined, so callers compare without guarding.
  */
-import { asArray, asFiniteNumber, asObject, asString, asStringMap, asStrings, type JsonObject } from "./Json.js"
+import { asArray, asFiniteNumber, asObject, asString, asStringMap, asStrings, isJsonObject, type JsonObject } from "./Json.js"
 
 /** An owner reference as it appears in `metadata.ownerReferences` (a type, not an interface, so it reads as a JSON object too). */
 export type OwnerReference = {
@@ -60,7 +60,13 @@ export const ownerReferencesOf = (o: JsonObject): ReadonlyArray<OwnerReference> 
   asArray(metadataOf(o)["ownerReferences"]).map((r) => asObject(r) as unknown as OwnerReference) // shape checked by the ObjectMeta schema on write
 
 /** The owner reference marked `controller: true`, if any. */
-export const controllerRefOf = (o: JsonObject): OwnerReference | undefined => ownerReferencesOf(o).find((r) => r.controller === true)
+export const controllerRefOf = (o: JsonObject): OwnerReference | undefined => {
+  // Key mappers call this on every change: no array is built.
+  const refs = metadataOf(o)["ownerReferences"]
+  if (!Array.isArray(refs)) return undefined
+  for (const r of refs) if (isJsonObject(r) && r["controller"] === true) return r as unknown as OwnerReference // shape checked by the ObjectMeta schema on write
+  return undefined
+}
 
 /** Whether `o` is controlled by the object with this uid. */
 export const isControlledBy = (o: JsonObject, uid: string): boolean => controllerRefOf(o)?.uid === uid

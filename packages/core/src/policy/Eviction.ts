@@ -21,6 +21,7 @@
  */
 import { Clock, Duration, Effect, Either } from "effect"
 import * as Conditions from "../object/Conditions.js"
+import { asObject } from "../object/Json.js"
 import * as Status from "../model/Status.js"
 import * as Disruption from "./DisruptionBudget.js"
 import * as Keys from "../store/Keys.js"
@@ -33,8 +34,6 @@ import * as Objects from "../api/Objects.js"
 import type { JsonObject, Resource } from "../api/Registry.js"
 import * as Rest from "../api/Rest.js"
 import type { ResourceRoute } from "../api/Router.js"
-
-const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
 
 const fromEither = <A>(e: Either.Either<A, ApiError.ApiError>): Effect.Effect<A, ApiError.ApiError> =>
   Either.isRight(e) ? Effect.succeed(e.right) : Effect.fail(e.left)
@@ -97,7 +96,7 @@ const deletePod = (t: Target, pod: JsonObject, options: Record<string, unknown>,
   Effect.gen(function* () {
     const m = Objects.meta(pod)
     const name = String(m["name"])
-    const pre = obj(options["preconditions"])
+    const pre = asObject(options["preconditions"])
     let deleteOptions = options
     if (!dryRun) {
       if (typeof pre["uid"] === "string" && pre["uid"] !== m["uid"]) {
@@ -107,13 +106,13 @@ const deletePod = (t: Target, pod: JsonObject, options: Record<string, unknown>,
         return yield* Effect.fail(ApiError.of(Status.conflict("pods", name, `Precondition failed: ResourceVersion in precondition: ${pre["resourceVersion"]}, ResourceVersion in object meta: ${String(m["resourceVersion"])}`)))
       }
       const now = Objects.timestamp(yield* Clock.currentTimeMillis)
-      const status = obj(pod["status"])
+      const status = asObject(pod["status"])
       const conditions = Conditions.set(status["conditions"] as ReadonlyArray<Conditions.Condition> | undefined, disruptionTarget, now)
       const marked = { ...pod, status: { ...status, conditions } }
       const answer = yield* Rest.update(inner(t, t.pods, name, "PUT", marked, "status"), name)
       // Our own write moved the resourceVersion: a pinned delete follows it.
       if (typeof pre["resourceVersion"] === "string") {
-        const rv = Objects.meta(obj((answer as { readonly body?: unknown }).body))["resourceVersion"]
+        const rv = Objects.meta(asObject((answer as { readonly body?: unknown }).body))["resourceVersion"]
         deleteOptions = { ...options, preconditions: { ...pre, resourceVersion: rv } }
       }
     }
@@ -122,7 +121,7 @@ const deletePod = (t: Target, pod: JsonObject, options: Record<string, unknown>,
 
 const pinned = (options: Record<string, unknown>, pod: JsonObject) => ({
   ...options,
-  preconditions: { ...obj(options["preconditions"]), resourceVersion: Objects.meta(pod)["resourceVersion"] }
+  preconditions: { ...asObject(options["preconditions"]), resourceVersion: Objects.meta(pod)["resourceVersion"] }
 })
 
 const success = (): ApiResponse => json(201, { ...Status.success(), code: 201 })
@@ -130,7 +129,7 @@ const success = (): ApiResponse => json(201, { ...Status.success(), code: 201 })
 /** Evict: the decision loop, retried on conflicts as upstream. */
 const evict = (t: Target, namespace: string, name: string, options: Record<string, unknown>, dryRun: boolean) =>
   Effect.gen(function* () {
-    const userPinned = typeof obj(options["preconditions"])["resourceVersion"] === "string"
+    const userPinned = typeof asObject(options["preconditions"])["resourceVersion"] === "string"
     for (let attempt = 0; ; attempt++) {
       const pod = yield* readPod(t, namespace, name)
       const budgets = yield* readBudgets(t, namespace)
@@ -219,7 +218,7 @@ export const subresource: SubresourceHandler = {
       if (evictionName !== undefined && evictionName !== "" && evictionName !== name) {
         return yield* Effect.fail(ApiError.badRequest("name in URL does not match name in Eviction object"))
       }
-      const deleteOptions = obj(body["deleteOptions"])
+      const deleteOptions = asObject(body["deleteOptions"])
       const dryRun = yield* fromEither(propagateDryRun(request, deleteOptions))
       // The ordinary verbs, over the server's store and registry; the pod's delete skips
       // admission as upstream's eviction storage does, and nothing here reads a watch cache.
@@ -238,7 +237,7 @@ export const subresource: SubresourceHandler = {
       const node = nodeNameOf(request.user)
       if (node !== undefined) {
         const pod = yield* rest.store.get(Keys.object({ group: "", resource: "pods", namespace, name })).pipe(Effect.mapError((e) => ApiError.fromStore(e, { resource: "pods", name })))
-        if (obj(Objects.fromStored(pod)["spec"])["nodeName"] !== node) {
+        if (asObject(Objects.fromStored(pod)["spec"])["nodeName"] !== node) {
           return yield* Effect.fail(ApiError.of(Status.forbidden({ group: "", resource: "pods/eviction" }, name, `node "${node}" can only evict pods with spec.nodeName set to itself`)))
         }
       }

@@ -17,6 +17,7 @@ import { Chunk, Duration, Effect, type Scope, Stream } from "effect"
 import type * as Authz from "../api/Authz.js"
 import { nodeNameOf } from "../api/authn/NodeCredentials.js"
 import type * as Pod from "../model/Pod.js"
+import { asObject, isJsonObject, type JsonObject } from "../object/Json.js"
 import * as Keys from "../store/Keys.js"
 import type { StoreService } from "../store/Store.js"
 
@@ -216,10 +217,10 @@ export interface NodeAuthorizer {
 const podsPrefix = Keys.prefix("", "pods")
 const claimsPrefix = Keys.prefix("", "persistentvolumeclaims")
 
-const parse = (value: string): Record<string, unknown> | undefined => {
+const parse = (value: string): JsonObject | undefined => {
   try {
     const o = JSON.parse(value) as unknown
-    return typeof o === "object" && o !== null ? (o as Record<string, unknown>) : undefined
+    return isJsonObject(o) ? o : undefined
   } catch {
     return undefined
   }
@@ -230,8 +231,8 @@ const podRefs = (value: string): PodRefs | undefined => {
 }
 const claimOf = (key: string, value: string | undefined) => {
   const [namespace = "", name = ""] = key.slice(claimsPrefix.length).split("/")
-  const spec = value === undefined ? undefined : (parse(value)?.["spec"] as Record<string, unknown> | undefined)
-  const volumeName = spec?.["volumeName"]
+  const claim = value === undefined ? undefined : parse(value)
+  const volumeName = claim === undefined ? undefined : asObject(claim["spec"])["volumeName"]
   return { namespace, name, volumeName: typeof volumeName === "string" ? volumeName : undefined }
 }
 

@@ -13,6 +13,7 @@ import { Chunk, Duration, Effect, type Scope, Stream } from "effect"
 import type * as Authz from "../api/Authz.js"
 import * as Transformer from "../api/Transformer.js"
 import * as Rbac from "../model/Rbac.js"
+import { asObject, type JsonObject } from "../object/Json.js"
 import type { StoreService } from "../store/Store.js"
 import * as Policy from "./RbacRules.js"
 
@@ -59,7 +60,8 @@ export const make = (store: StoreService, options: Options = {}): Effect.Effect<
 
     const parse = (key: string, value: string, modRevision: number): Entry | undefined => {
       try {
-        const raw = JSON.parse(transformer.fromStore(resourceOf(key), value)) as Record<string, unknown>
+        // RBAC objects in the store passed their schema when written: JSON objects.
+        const raw: JsonObject = JSON.parse(transformer.fromStore(resourceOf(key), value))
         return { role: Policy.roleFromJson(raw), binding: Policy.bindingFromJson(raw), raw, modRevision }
       } catch {
         return undefined
@@ -115,7 +117,7 @@ export const make = (store: StoreService, options: Options = {}): Effect.Effect<
       return Effect.forEach(
         stale,
         ([key, e, rules]) => {
-          const { resourceVersion: _rv, ...metadata } = (e.raw["metadata"] ?? {}) as Record<string, unknown>
+          const { resourceVersion: _rv, ...metadata } = asObject(e.raw["metadata"])
           const text = transformer.toStore(resourceOf(key), JSON.stringify({ ...e.raw, metadata, rules: rules.map(plainRule) }))
           // A lost compare-and-swap means a newer version is on its way through the watch.
           return Effect.ignore(store.update(key, text, e.modRevision))

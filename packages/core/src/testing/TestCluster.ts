@@ -27,6 +27,8 @@ import * as InProcess from "../client/InProcess.js"
 import * as Controller from "../controllers/Controller.js"
 import type * as Informer from "../informer/Informer.js"
 import * as Status from "../model/Status.js"
+import { nameOf, namespaceOf } from "../object/Metadata.js"
+import * as Views from "../object/Views.js"
 import * as Placement from "../scheduler/Placement.js"
 import type { Profile } from "../scheduler/Framework.js"
 import * as Scheduler from "../scheduler/Scheduler.js"
@@ -236,9 +238,7 @@ export const make = (options: Options = {}): Effect.Effect<TestCluster, never, S
       resumeHeartbeats: (node) => {
         kubelets.resumeHeartbeats(node)
         for (const pod of running.informers.for(PodRef).list()) {
-          const spec = (pod["spec"] ?? {}) as Record<string, unknown>
-          const m = (pod["metadata"] ?? {}) as Record<string, unknown>
-          if (spec["nodeName"] === node) running.enqueue(kubelets.reconciler.name, `${String(m["namespace"])}/${String(m["name"])}`)
+          if (Views.pod(pod).spec?.nodeName === node) running.enqueue(kubelets.reconciler.name, `${namespaceOf(pod)}/${nameOf(pod)}`)
         }
       },
       crashContainer: kubelets.crashContainer,
