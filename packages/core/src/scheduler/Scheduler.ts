@@ -56,7 +56,7 @@ export interface Options {
   readonly component?: string
   /** How many pods' last decisions are kept for `explain` (default 1,000, most recent). */
   readonly decisionsKept?: number
-  /** Reuse a cycle's scores for the next pods with the same signature (default true; see `Batch.ts`). */
+  /** Reuse a cycle's scores for the next pods with the same signature (default true; see `OpportunisticBatching.ts`). */
   readonly batching?: boolean
 }
 
