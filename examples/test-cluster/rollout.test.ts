@@ -6,7 +6,7 @@
  * pods move.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Controllers, Pods, type Client } from "@koder/fleet-core"
+import { Controllers, Metadata, Pods, type Client } from "@koder/fleet-core"
 import { TestCluster } from "@koder/fleet-core/testing"
 import { Effect } from "effect"
 
@@ -29,7 +29,7 @@ const deployment = (image: string) => ({
 /** Succeeds once `web` has 3 ready pods of `image` and nothing else. */
 const rolledOut = (cluster: TestCluster.TestCluster, image: string) =>
   Effect.gen(function* () {
-    const pods = (yield* TestCluster.pods(cluster, "default", "app=web")).filter((p: Client.JsonObject) => !Pods.isTerminating(p))
+    const pods = (yield* TestCluster.pods(cluster, "default", "app=web")).filter((p: Client.JsonObject) => !Metadata.isTerminating(p))
     const images = pods.map((p) => ((p["spec"] as { containers: Array<{ image: string }> }).containers[0]!.image))
     if (pods.length !== 3 || !pods.every(Pods.isReady) || images.some((i) => i !== image)) {
       return yield* Effect.fail(new Error(`want 3 ready ${image} pods, have ${images.join(", ")}`))

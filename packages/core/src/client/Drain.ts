@@ -16,6 +16,7 @@ import { Clock, Data, Duration, Effect } from "effect"
 import type * as ApiError from "../api/ApiError.js"
 import type * as Client from "./Client.js"
 import { type JsonObject, asObject } from "../object/Json.js"
+import { metadataOf } from "../object/Metadata.js"
 import * as ResourceRefs from "../object/ResourceRefs.js"
 
 
@@ -23,7 +24,6 @@ import * as ResourceRefs from "../object/ResourceRefs.js"
 /** The annotation marking a mirror pod. */
 export const mirrorAnnotation = "kubernetes.io/config.mirror"
 
-const meta = (o: JsonObject) => asObject(o["metadata"])
 
 /** The drain did not finish before its deadline. */
 export class DrainTimeout extends Data.TaggedError("DrainTimeout")<{ readonly message: string; readonly remaining: ReadonlyArray<string> }> {}
@@ -54,7 +54,7 @@ export const select = (pods: ReadonlyArray<JsonObject>): { readonly evict: Reado
   const evict: Array<JsonObject> = []
   const skipped: Array<Skipped> = []
   for (const pod of pods) {
-    const m = meta(pod)
+    const m = metadataOf(pod)
     const id = { namespace: String(m["namespace"] ?? ""), name: String(m["name"] ?? "") }
     const owner = (Array.isArray(m["ownerReferences"]) ? (m["ownerReferences"] as ReadonlyArray<unknown>) : []).map(asObject).find((r) => r["controller"] === true)
     if (asObject(m["annotations"])[mirrorAnnotation] !== undefined) skipped.push({ ...id, reason: "Mirror" })
@@ -87,7 +87,7 @@ export const evict = (client: Client.Client, namespace: string, name: string, de
     ...(deleteOptions === undefined ? {} : { deleteOptions })
   })
 
-const keyOf = (pod: JsonObject) => `${String(meta(pod)["namespace"] ?? "")}/${String(meta(pod)["name"] ?? "")}`
+const keyOf = (pod: JsonObject) => `${String(metadataOf(pod)["namespace"] ?? "")}/${String(metadataOf(pod)["name"] ?? "")}`
 
 /** Cordon `node`, evict its pods (retrying budget refusals), and wait until they are gone. */
 export const drain = (client: Client.Client, node: string, options: Options = {}): Effect.Effect<Result, ApiError.ApiError | DrainTimeout> =>
@@ -112,7 +112,7 @@ export const drain = (client: Client.Client, node: string, options: Options = {}
     // One eviction per pod, all at once (kubectl's evictPods); a 429 waits and tries again.
     const evictOne = (pod: JsonObject) =>
       Effect.gen(function* () {
-        const m = meta(pod)
+        const m = metadataOf(pod)
         const namespace = String(m["namespace"] ?? "")
         const name = String(m["name"] ?? "")
         for (;;) {
@@ -136,13 +136,13 @@ export const drain = (client: Client.Client, node: string, options: Options = {}
     while (waiting.length > 0) {
       const still: Array<JsonObject> = []
       for (const pod of waiting) {
-        const m = meta(pod)
+        const m = metadataOf(pod)
         const current = yield* Effect.either(client.get(ResourceRefs.Pod, String(m["namespace"] ?? ""), String(m["name"] ?? "")))
         if (current._tag === "Left") {
           if (current.left.status.code === 404) continue
           return yield* Effect.fail(current.left)
         }
-        if (meta(current.right)["uid"] === m["uid"]) still.push(pod)
+        if (metadataOf(current.right)["uid"] === m["uid"]) still.push(pod)
       }
       waiting = still
       if (waiting.length === 0) break

@@ -100,7 +100,7 @@ export const controllerOf =
     return [...keys]
   }
 
-/** Per-reconciler numbers (for `/metrics` in [10/10] and for tests). */
+/** Per-reconciler numbers (for `/metrics` and for tests). */
 export interface Metrics {
   readonly name: string
   /** Keys waiting now. */

@@ -26,7 +26,7 @@ import * as Informer from "../informer/Informer.js"
 import * as NodeEligibility from "./internal/NodeEligibility.js"
 import * as Pods from "../object/Pods.js"
 import { type JsonObject, asObject, asString, stableJson } from "../object/Json.js"
-import { isTerminating, metadataOf } from "../object/Metadata.js"
+import { isTerminating, labelsOf, metadataOf, nameOf, uidOf } from "../object/Metadata.js"
 import * as ResourceRefs from "../object/ResourceRefs.js"
 
 
@@ -38,10 +38,6 @@ export const DaemonSetRef: Client.ResourceRef = { apiVersion: "apps/v1", kind: "
 export const TemplateGenerationLabel = "pod-template-generation"
 /** The annotation upstream's API server keeps the template generation in; used when present. */
 export const TemplateGenerationAnnotation = "deprecated.daemonset.template.generation"
-
-const nameOf = (o: JsonObject) => asString(metadataOf(o)["name"])
-const uidOf = (o: JsonObject) => asString(metadataOf(o)["uid"])
-const labelsOf = (o: JsonObject) => asObject(metadataOf(o)["labels"]) as Record<string, string>
 
 /** The template generation of a DaemonSet: the upstream annotation, else `metadata.generation`. */
 export const templateGeneration = (ds: JsonObject): string => {

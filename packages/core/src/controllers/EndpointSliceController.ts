@@ -40,7 +40,7 @@ import * as Endpoints from "./Endpoints.js"
 import * as Informer from "../informer/Informer.js"
 import * as Pods from "../object/Pods.js"
 import { type JsonObject, asArray, asObject, asString } from "../object/Json.js"
-import { isControlledBy, isTerminating, metadataOf, ownerReference, rfc3339 } from "../object/Metadata.js"
+import { isControlledBy, isTerminating, labelsOf, metadataOf, ownerReference, rfc3339 } from "../object/Metadata.js"
 import * as ResourceRefs from "../object/ResourceRefs.js"
 
 
@@ -64,8 +64,6 @@ const ZoneLabel = "topology.kubernetes.io/zone"
 
 /** The address types slices carry. */
 export type AddressType = "IPv4" | "IPv6"
-
-const labelsOf = (o: JsonObject): Record<string, string> => asObject(metadataOf(o)["labels"]) as Record<string, string>
 
 /**
  * The address types of a Service's slices (upstream's getAddressTypesForService): its

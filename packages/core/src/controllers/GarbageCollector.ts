@@ -31,7 +31,7 @@ import type * as Client from "../client/Client.js"
 import * as Kinds from "../model/Kinds.js"
 import type * as Controller from "./Controller.js"
 import type * as Informer from "../informer/Informer.js"
-import { metadataOf } from "../object/Metadata.js"
+import { metadataOf, namespaceOrUndefined } from "../object/Metadata.js"
 import { type JsonObject, asArray, asObject } from "../object/Json.js"
 import * as ResourceRefs from "../object/ResourceRefs.js"
 
@@ -215,13 +215,11 @@ const makeTable = (initial: ReadonlyArray<Resource>): Table => {
 
 const refOf = (r: Resource): Client.ResourceRef => ({ apiVersion: r.apiVersion, kind: r.kind, plural: r.plural, namespaced: r.namespaced })
 
-const namespaceOf = (o: JsonObject) => metadataOf(o)["namespace"] as string | undefined
-
 /** The resource an owner reference names, and the namespace to find it in (undefined when invalid). */
 const ownerLocation = (table: Table, dependent: JsonObject, r: OwnerRef) => {
   const resource = table.byGroupKind(groupOf(r.apiVersion), r.kind)
   if (resource === undefined) return undefined
-  const ns = namespaceOf(dependent)
+  const ns = namespaceOrUndefined(dependent)
   if (resource.namespaced && ns === undefined) return { resource, namespace: undefined, invalid: true }
   return { resource, namespace: resource.namespaced ? ns : undefined, invalid: false }
 }
@@ -230,12 +228,12 @@ const ownerLocation = (table: Table, dependent: JsonObject, r: OwnerRef) => {
 const dependentsOf = (table: Table, informers: Informer.Informers, owner: JsonObject): ReadonlyArray<Dependent & { readonly resource: Resource }> => {
   const uid = String(metadataOf(owner)["uid"] ?? "")
   if (uid === "") return []
-  const ns = namespaceOf(owner)
+  const ns = namespaceOrUndefined(owner)
   const out: Array<Dependent & { readonly resource: Resource }> = []
   for (const r of table.all()) {
     if (ns !== undefined && !r.namespaced) continue
     for (const o of informers.for(refOf(r)).ownedBy(uid)) {
-      if (ns !== undefined && namespaceOf(o) !== ns) continue
+      if (ns !== undefined && namespaceOrUndefined(o) !== ns) continue
       out.push({ object: o, resource: r, blocking: ownerRefs(o).some((ref) => ref.uid === uid && ref.blockOwnerDeletion === true) })
     }
   }
@@ -262,7 +260,7 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => {
   const table = makeTable(options.resources ?? builtInResources)
   const resyncMs = options.resyncMs ?? 30_000
 
-  const keyOfObject = (r: Resource, o: JsonObject) => keyFor(r, namespaceOf(o), String(metadataOf(o)["name"]))
+  const keyOfObject = (r: Resource, o: JsonObject) => keyFor(r, namespaceOrUndefined(o), String(metadataOf(o)["name"]))
 
   const ownerKeys = (o: JsonObject, refs: ReadonlyArray<OwnerRef>) =>
     refs.flatMap((ref) => {
@@ -374,7 +372,7 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => {
   /** Merge-patch an object's metadata, pinned to the revision decided on (a stale view conflicts and retries). */
   const patchMeta = (ctx: Controller.Context, r: Resource, o: JsonObject, metadata: Record<string, unknown>) =>
     ignoreGone(
-      ctx.client.patch(refOf(r), namespaceOf(o), String(metadataOf(o)["name"]), "merge", {
+      ctx.client.patch(refOf(r), namespaceOrUndefined(o), String(metadataOf(o)["name"]), "merge", {
         metadata: { ...metadata, resourceVersion: metadataOf(o)["resourceVersion"] }
       })
     )
@@ -417,14 +415,14 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => {
           if (action.unblock) {
             const refs = asArray(metadataOf(item)["ownerReferences"]).map((x) => (asObject(x)["blockOwnerDeletion"] === true ? { ...asObject(x), blockOwnerDeletion: false } : x))
             const patched = yield* ctx.client
-              .patch(refOf(r), namespaceOf(item), name, "merge", { metadata: { ownerReferences: refs, resourceVersion: metadataOf(item)["resourceVersion"] } })
+              .patch(refOf(r), namespaceOrUndefined(item), name, "merge", { metadata: { ownerReferences: refs, resourceVersion: metadataOf(item)["resourceVersion"] } })
               .pipe(Effect.catchIf((e) => e.status.code === 404, () => Effect.succeed(undefined)))
             if (patched === undefined) return
             target = patched
           }
           // Preconditions: the object decided on, with the owner references decided on.
           return yield* ignoreGone(
-            ctx.client.delete(refOf(r), namespaceOf(target), name, {
+            ctx.client.delete(refOf(r), namespaceOrUndefined(target), name, {
               propagationPolicy: action.propagation,
               preconditions: { uid: metadataOf(target)["uid"], resourceVersion: metadataOf(target)["resourceVersion"] }
             })

@@ -25,7 +25,7 @@ import * as Controller from "./Controller.js"
 import * as Informer from "../informer/Informer.js"
 import * as Pods from "../object/Pods.js"
 import { type JsonObject, asArray, asObject, stableJson } from "../object/Json.js"
-import { controllerRefOf, isTerminating, metadataOf, nameOf, ownerReference, rfc3339, timeMs, uidOf } from "../object/Metadata.js"
+import { controllerRefOf, isTerminating, labelsOf, metadataOf, nameOf, ownerReference, rfc3339, timeMs, uidOf } from "../object/Metadata.js"
 import * as ResourceRefs from "../object/ResourceRefs.js"
 
 
@@ -39,7 +39,6 @@ export const burstReplicas = 500
 /** The annotation that makes a pod cheaper (lower) or dearer (higher) to delete on scale-down. */
 export const PodDeletionCostAnnotation = "controller.kubernetes.io/pod-deletion-cost"
 
-const labelsOf = (o: JsonObject) => asObject(metadataOf(o)["labels"]) as Record<string, string>
 const spec = (rs: JsonObject) => asObject(rs["spec"])
 
 /** The desired replica count (`spec.replicas`, 1 when unset as the API defaults it). */

@@ -30,7 +30,7 @@ import * as History from "./History.js"
 import * as Informer from "../informer/Informer.js"
 import * as Pods from "../object/Pods.js"
 import { type JsonObject, asArray, asObject, asString, stableJson } from "../object/Json.js"
-import { isTerminating, metadataOf, ownerReference } from "../object/Metadata.js"
+import { isTerminating, labelsOf, metadataOf, nameOf, ownerReference, uidOf } from "../object/Metadata.js"
 import * as ResourceRefs from "../object/ResourceRefs.js"
 
 
@@ -108,9 +108,6 @@ export const podName = (set: string, ordinal: number): string => `${set}-${ordin
 /** `<template>-<set>-<ordinal>`: the claim a template gives one replica. */
 export const claimName = (template: string, set: string, ordinal: number): string => `${template}-${set}-${ordinal}`
 
-const nameOf = (o: JsonObject) => asString(metadataOf(o)["name"])
-const uidOf = (o: JsonObject) => asString(metadataOf(o)["uid"])
-const labelsOf = (o: JsonObject) => asObject(metadataOf(o)["labels"]) as Record<string, string>
 const revisionLabel = (pod: JsonObject) => labelsOf(pod)[History.HashLabel] ?? ""
 const isRunningAndReady = (pod: JsonObject) => Pods.phase(pod) === "Running" && Pods.isReady(pod)
 const isFinished = (pod: JsonObject) => Pods.phase(pod) === "Failed" || Pods.phase(pod) === "Succeeded"

@@ -1,4 +1,5 @@
 import { asArray, asObject, asString } from "../object/Json.js"
+import { metadataOf } from "../object/Metadata.js"
 /**
  * Who owns an ingress host: the decision that keeps one tenant's Ingress from taking another
  * tenant's traffic (issue 29 item 7). Pure: Ingresses (and the admin's host policy) in, a
@@ -75,8 +76,7 @@ export interface Ownership {
   readonly lost: ReadonlyMap<string, ReadonlySet<string>>
 }
 
-const meta = (o: JsonObject) => asObject(o["metadata"])
-const keyOf = (o: JsonObject) => `${asString(meta(o)["namespace"])}/${asString(meta(o)["name"])}`
+const keyOf = (o: JsonObject) => `${asString(metadataOf(o)["namespace"])}/${asString(metadataOf(o)["name"])}`
 const compareText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
 /** A host as claims compare it: lower case, no trailing dot (ports are not part of an Ingress host). */
@@ -137,9 +137,9 @@ const policyVerdict = (policy: Policy, host: string, namespace: string): "own" |
   return policy.some((r) => r.namespace === namespace && r.pattern.startsWith("*.") && overlaps(r.pattern, host)) ? "own" : undefined
 }
 
-const uid = (o: JsonObject) => asString(meta(o)["uid"])
+const uid = (o: JsonObject) => asString(metadataOf(o)["uid"])
 /** An Ingress without a creationTimestamp (not yet stored: admission) sorts after every stored one. */
-const created = (o: JsonObject) => asString(meta(o)["creationTimestamp"]) || "\uffff"
+const created = (o: JsonObject) => asString(metadataOf(o)["creationTimestamp"]) || "\uffff"
 
 /** Oldest first: creationTimestamp, then uid, then namespace/name. */
 export const byAge = (a: JsonObject, b: JsonObject): number => compareText(created(a), created(b)) || compareText(uid(a), uid(b)) || compareText(keyOf(a), keyOf(b))
@@ -149,7 +149,7 @@ export const decide = (ingresses: ReadonlyArray<JsonObject>, policy: Policy = []
   const sorted = [...ingresses].sort(byAge)
   const claims: Array<{ readonly ingress: string; readonly namespace: string; readonly host: string; readonly reserved: boolean }> = []
   for (const ing of sorted) {
-    const namespace = asString(meta(ing)["namespace"])
+    const namespace = asString(metadataOf(ing)["namespace"])
     for (const host of claimsOf(ing)) claims.push({ ingress: keyOf(ing), namespace, host, reserved: policyVerdict(policy, host, namespace) === "own" })
   }
   // Reserved claims first; the sort is stable, so age order holds within each group.

@@ -31,6 +31,7 @@ import * as Ingress from "../model/Ingress.js"
 import * as IngressHosts from "./IngressHosts.js"
 import * as ServiceBackends from "./ServiceBackends.js"
 import { asArray, asObject, asString } from "../object/Json.js"
+import { metadataOf } from "../object/Metadata.js"
 
 /** A JSON object from the API. */
 export type JsonObject = Record<string, unknown>
@@ -119,8 +120,7 @@ export interface Sources {
   readonly hostPolicy?: IngressHosts.Policy
 }
 
-const meta = (o: JsonObject) => asObject(o["metadata"])
-const keyOf = (o: JsonObject) => `${asString(meta(o)["namespace"])}/${asString(meta(o)["name"])}`
+const keyOf = (o: JsonObject) => `${asString(metadataOf(o)["namespace"])}/${asString(metadataOf(o)["name"])}`
 
 /** The IngressClass `fleet` a cluster gets at start when it has none (the default class unless another is). */
 export const fleetIngressClass = (isDefault: boolean): JsonObject => ({
@@ -131,15 +131,15 @@ export const fleetIngressClass = (isDefault: boolean): JsonObject => ({
 })
 
 /** Whether an IngressClass is marked as the cluster's default. */
-export const isDefaultClass = (c: JsonObject): boolean => asString(asObject(meta(c)["annotations"])[DefaultClassAnnotation]) === "true"
+export const isDefaultClass = (c: JsonObject): boolean => asString(asObject(metadataOf(c)["annotations"])[DefaultClassAnnotation]) === "true"
 
 /** Whether the proxy serves this Ingress (see the module comment). */
 export const isServed = (ingress: JsonObject, classes: ReadonlyArray<JsonObject>, controller: string = Ingress.FleetController): boolean => {
-  if (meta(ingress)["deletionTimestamp"] !== undefined) return false
-  const named = asString(asObject(ingress["spec"])["ingressClassName"]) || asString(asObject(meta(ingress)["annotations"])[Ingress.LegacyClassAnnotation])
+  if (metadataOf(ingress)["deletionTimestamp"] !== undefined) return false
+  const named = asString(asObject(ingress["spec"])["ingressClassName"]) || asString(asObject(metadataOf(ingress)["annotations"])[Ingress.LegacyClassAnnotation])
   const ours = (c: JsonObject) => asString(asObject(c["spec"])["controller"]) === controller
   if (named === "") return classes.some((c) => isDefaultClass(c) && ours(c))
-  const cls = classes.find((c) => asString(meta(c)["name"]) === named)
+  const cls = classes.find((c) => asString(metadataOf(c)["name"]) === named)
   // A class object may be missing (created after the Ingress, or never): `fleet` is still ours.
   return cls === undefined ? named === Ingress.FleetClass && controller === Ingress.FleetController : ours(cls)
 }
@@ -163,7 +163,7 @@ export const pathMatches = (rulePath: string, exact: boolean, requestPath: strin
 
 const trimSlash = (p: string) => p.replace(/\/+$/, "")
 
-const creation = (o: JsonObject) => asString(meta(o)["creationTimestamp"])
+const creation = (o: JsonObject) => asString(metadataOf(o)["creationTimestamp"])
 
 const compareText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
@@ -179,9 +179,9 @@ const index = (sources: Sources): Index => {
   for (const s of sources.services) services.set(keyOf(s), s)
   const slices = new Map<string, Array<JsonObject>>()
   for (const s of sources.endpointSlices) {
-    const svc = asString(asObject(meta(s)["labels"])[ServiceBackends.serviceNameLabel])
+    const svc = asString(asObject(metadataOf(s)["labels"])[ServiceBackends.serviceNameLabel])
     if (svc === "") continue
-    const k = `${asString(meta(s)["namespace"])}/${svc}`
+    const k = `${asString(metadataOf(s)["namespace"])}/${svc}`
     const list = slices.get(k) ?? []
     list.push(s)
     slices.set(k, list)
@@ -200,7 +200,7 @@ const resolve = (raw: unknown, namespace: string, idx: Index): Backend => {
   const portText = typeof wanted["number"] === "number" ? String(wanted["number"]) : asString(wanted["name"])
   const base = { namespace, service: name, port: portText }
   const svc = idx.services.get(`${namespace}/${name}`)
-  if (svc === undefined || meta(svc)["deletionTimestamp"] !== undefined) return { ...base, targets: [], problem: "ServiceNotFound" }
+  if (svc === undefined || metadataOf(svc)["deletionTimestamp"] !== undefined) return { ...base, targets: [], problem: "ServiceNotFound" }
   const spec = asObject(svc["spec"])
   const sp = ServiceBackends.servicePort(svc, typeof wanted["number"] === "number" ? { number: wanted["number"], protocol: "TCP" } : { name: asString(wanted["name"]), protocol: "TCP" })
   if (spec["type"] === "ExternalName") {
@@ -247,7 +247,7 @@ export const build = (sources: Sources): RouteTable => {
     return g
   }
   for (const ing of served) {
-    const namespace = asString(meta(ing)["namespace"])
+    const namespace = asString(metadataOf(ing)["namespace"])
     const name = keyOf(ing)
     const spec = asObject(ing["spec"])
     const fallback = spec["defaultBackend"] === undefined ? undefined : { backend: backendOf(spec["defaultBackend"], namespace), ingress: name, path: undefined }

@@ -16,7 +16,7 @@ import * as Pods from "../object/Pods.js"
 import * as IntOrString from "../model/IntOrString.js"
 import * as LabelSelector from "../model/LabelSelector.js"
 import { asArray, asObject } from "../object/Json.js"
-import { controllerRefOf, metadataOf, nameOf, rfc3339, timeMs } from "../object/Metadata.js"
+import { controllerRefOf, labelsOf, metadataOf, nameOf, rfc3339, timeMs } from "../object/Metadata.js"
 
 
 /** How long an approved eviction keeps its pod out of the healthy count (upstream's DeletionTimeout). */
@@ -39,7 +39,6 @@ const time = timeMs
 export const isHealthy = Pods.isReady
 
 const selectorOf = (pdb: JsonObject) => asObject(pdb["spec"])["selector"] as LabelSelector.LabelSelector | undefined
-const labelsOf = (pod: JsonObject) => asObject(metadataOf(pod)["labels"]) as Record<string, string>
 
 /**
  * Whether the budget's status controller counts this pod: same namespace and selected (`{}`
