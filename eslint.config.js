@@ -70,9 +70,6 @@ const coreLayerPolicies = coreLayers.flatMap((rank, i) =>
 
 // shrinking under issue 30: remove as each file is split
 const oversizedTemporarily = [
-  "packages/core/src/agent/Agent.ts",
-  "packages/core/src/api/ApiServer.ts",
-  "packages/core/src/api/Strategies.ts",
   "packages/core/src/client/Client.ts",
   "packages/core/src/controllers/GarbageCollector.ts",
   "packages/core/src/controllers/Job.ts",
