@@ -83,10 +83,6 @@ const oversizedTemporarily = [
   "packages/store-sqlite/src/SqliteStore.ts"
 ]
 
-// Temporary under issue 30: model reads JSON through object/Json.ts, one layer up; remove when
-// these two files stop importing object/.
-const modelReadingObjectTemporarily = ["packages/core/src/model/NetworkPolicy.ts", "packages/core/src/model/Rbac.ts"]
-
 export default tseslint.config(
   { ignores: ["**/dist/**", "**/node_modules/**", "**/.turbo/**", "**/coverage/**"] },
   js.configs.recommended,
@@ -136,22 +132,6 @@ export default tseslint.config(
     // shrinking under issue 30: remove as each file is split
     files: oversizedTemporarily,
     rules: { "max-lines": "off", "max-lines-per-function": "off" }
-  },
-  {
-    files: modelReadingObjectTemporarily,
-    rules: {
-      "boundaries/dependencies": [
-        "error",
-        {
-          default: "allow",
-          policies: coreLayerPolicies.map((p) =>
-            p.from.element.type === "core/model"
-              ? { ...p, disallow: { to: { element: { types: p.disallow.to.element.types.filter((t) => t !== "core/object") } } } }
-              : p
-          )
-        }
-      ]
-    }
   },
   {
     // Tests read arbitrary JSON responses; typing every body would only restate the assertions.

@@ -13,7 +13,6 @@ import * as LabelSelector from "./LabelSelector.js"
 import { ObjectMeta } from "./Meta.js"
 import * as Networking from "./Networking.js"
 import { Int32 } from "./Scalars.js"
-import { asArray } from "../object/Json.js"
 
 /** A direction a policy governs. */
 export const PolicyType = Schema.Literal("Ingress", "Egress")
@@ -95,33 +94,31 @@ export const NetworkPolicy = Schema.Struct({
 /** A NetworkPolicy object. */
 export type NetworkPolicy = typeof NetworkPolicy.Type
 
-type Json = Record<string, unknown>
-const obj = (v: unknown): Json | undefined => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Json) : undefined)
+/** A NetworkPolicy as stored (the wire form: a port may be a number or a name). */
+export type StoredNetworkPolicy = typeof NetworkPolicy.Encoded
 
-const defaultPorts = (rules: unknown): unknown =>
-  Array.isArray(rules)
-    ? rules.map((r) => {
-        const rule = obj(r)
-        if (rule === undefined || !Array.isArray(rule["ports"])) return r
-        return { ...rule, ports: rule["ports"].map((p) => (obj(p) !== undefined && obj(p)!["protocol"] === undefined ? { ...obj(p), protocol: "TCP" } : p)) }
-      })
-    : rules
+type StoredRule = { readonly ports?: ReadonlyArray<typeof NetworkPolicyPort.Encoded> | null }
+
+const defaultPorts = <R extends StoredRule>(rules: ReadonlyArray<R>): ReadonlyArray<R> =>
+  rules.map((rule) => (rule.ports == null ? rule : { ...rule, ports: rule.ports.map((p) => (p.protocol === undefined ? { ...p, protocol: "TCP" } : p)) }))
 
 /**
  * v1 defaulting (SetDefaults_NetworkPolicy, SetDefaults_NetworkPolicyPort): ports are TCP unless
  * said otherwise; a policy without `policyTypes` governs Ingress, and Egress too when it has
  * egress rules.
  */
-export const defaults = <O extends Json>(o: O): O => {
-  const spec = obj(o["spec"])
-  if (spec === undefined) return o
-  let next: Json = { ...spec }
-  if (next["ingress"] !== undefined) next["ingress"] = defaultPorts(next["ingress"])
-  if (next["egress"] !== undefined) next["egress"] = defaultPorts(next["egress"])
-  if (asArray(next["policyTypes"]).length === 0) {
-    next = { ...next, policyTypes: asArray(next["egress"]).length > 0 ? ["Ingress", "Egress"] : ["Ingress"] }
+export const defaults = (o: StoredNetworkPolicy): StoredNetworkPolicy => {
+  const spec = o.spec
+  // The wire form allows null for an absent part; it stays as written.
+  if (spec == null) return o
+  const ingress = spec.ingress == null ? undefined : defaultPorts(spec.ingress)
+  const egress = spec.egress == null ? undefined : defaultPorts(spec.egress)
+  const given = spec.policyTypes ?? []
+  const policyTypes = given.length > 0 ? given : (egress ?? []).length > 0 ? ["Ingress", "Egress"] : ["Ingress"]
+  return {
+    ...o,
+    spec: { ...spec, ...(ingress === undefined ? {} : { ingress }), ...(egress === undefined ? {} : { egress }), policyTypes }
   }
-  return { ...o, spec: next }
 }
 
 /** The directions a policy governs, defaulted as Kubernetes does when `policyTypes` is absent. */

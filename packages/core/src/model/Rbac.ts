@@ -9,7 +9,6 @@ import * as FieldError from "./FieldError.js"
 import { optional } from "./internal/fields.js"
 import { LabelSelector } from "./LabelSelector.js"
 import { makeObjectMeta } from "./Meta.js"
-import { asArray, asObject } from "../object/Json.js"
 
 /** The API group of these kinds. */
 export const Group = "rbac.authorization.k8s.io"
@@ -128,66 +127,63 @@ export const AggregateToAdmin = "rbac.authorization.k8s.io/aggregate-to-admin"
 export const AggregateToEdit = "rbac.authorization.k8s.io/aggregate-to-edit"
 export const AggregateToView = "rbac.authorization.k8s.io/aggregate-to-view"
 
-type Json = Record<string, unknown>
-
 /** Kubernetes' ValidatePolicyRule: verbs required; resource rules or non-resource rules, not both. */
-export const validateRules = (rules: unknown, namespaced: boolean, path = "rules"): ReadonlyArray<FieldError.FieldError> =>
-  asArray(rules).flatMap((r, i) => {
-    const rule = asObject(r)
+export const validateRules = (rules: ReadonlyArray<typeof PolicyRule.Encoded> | null | undefined, namespaced: boolean, path = "rules"): ReadonlyArray<FieldError.FieldError> =>
+  (rules ?? []).flatMap((rule, i) => {
     const at = `${path}[${i}]`
     const errors: Array<FieldError.FieldError> = []
-    if (asArray(rule["verbs"]).length === 0) errors.push(FieldError.required(`${at}.verbs`, "verbs must contain at least one value"))
-    if (asArray(rule["nonResourceURLs"]).length > 0) {
-      if (namespaced) errors.push(FieldError.invalid(`${at}.nonResourceURLs`, rule["nonResourceURLs"], "namespaced rules cannot apply to non-resource URLs"))
-      if (asArray(rule["apiGroups"]).length > 0 || asArray(rule["resources"]).length > 0) {
-        errors.push(FieldError.invalid(`${at}.nonResourceURLs`, rule["nonResourceURLs"], "rules cannot apply to both regular resources and non-resource URLs"))
+    if (rule.verbs.length === 0) errors.push(FieldError.required(`${at}.verbs`, "verbs must contain at least one value"))
+    if ((rule.nonResourceURLs ?? []).length > 0) {
+      if (namespaced) errors.push(FieldError.invalid(`${at}.nonResourceURLs`, rule.nonResourceURLs, "namespaced rules cannot apply to non-resource URLs"))
+      if ((rule.apiGroups ?? []).length > 0 || (rule.resources ?? []).length > 0) {
+        errors.push(FieldError.invalid(`${at}.nonResourceURLs`, rule.nonResourceURLs, "rules cannot apply to both regular resources and non-resource URLs"))
       }
       return errors
     }
-    if (asArray(rule["apiGroups"]).length === 0) errors.push(FieldError.required(`${at}.apiGroups`, "resource rules must supply at least one api group"))
-    if (asArray(rule["resources"]).length === 0) errors.push(FieldError.required(`${at}.resources`, "resource rules must supply at least one resource"))
+    if ((rule.apiGroups ?? []).length === 0) errors.push(FieldError.required(`${at}.apiGroups`, "resource rules must supply at least one api group"))
+    if ((rule.resources ?? []).length === 0) errors.push(FieldError.required(`${at}.resources`, "resource rules must supply at least one resource"))
     return errors
   })
 
+/** A RoleBinding or ClusterRoleBinding as stored. */
+export type StoredBinding = typeof RoleBinding.Encoded | typeof ClusterRoleBinding.Encoded
+
 /** Kubernetes' binding validation: a known roleRef and well-formed subjects. */
-export const validateBinding = (binding: Json, namespaced: boolean): ReadonlyArray<FieldError.FieldError> => {
+export const validateBinding = (binding: StoredBinding, namespaced: boolean): ReadonlyArray<FieldError.FieldError> => {
   const errors: Array<FieldError.FieldError> = []
-  const ref = asObject(binding["roleRef"])
-  if (ref["apiGroup"] !== Group) errors.push(FieldError.notSupported("roleRef.apiGroup", ref["apiGroup"], [Group]))
+  const ref = binding.roleRef
+  if (ref.apiGroup !== Group) errors.push(FieldError.notSupported("roleRef.apiGroup", ref.apiGroup, [Group]))
   const kinds = namespaced ? ["Role", "ClusterRole"] : ["ClusterRole"]
-  if (!kinds.includes(String(ref["kind"]))) errors.push(FieldError.notSupported("roleRef.kind", ref["kind"], kinds))
-  if (typeof ref["name"] !== "string" || ref["name"] === "") errors.push(FieldError.required("roleRef.name"))
-  else for (const d of isValidName(ref["name"])) errors.push(FieldError.invalid("roleRef.name", ref["name"], d))
-  asArray(binding["subjects"]).forEach((s, i) => {
-    const subject = asObject(s)
+  if (!kinds.includes(ref.kind)) errors.push(FieldError.notSupported("roleRef.kind", ref.kind, kinds))
+  if (ref.name === "") errors.push(FieldError.required("roleRef.name"))
+  else for (const d of isValidName(ref.name)) errors.push(FieldError.invalid("roleRef.name", ref.name, d))
+  ;(binding.subjects ?? []).forEach((subject, i) => {
     const at = `subjects[${i}]`
-    const name = subject["name"]
-    if (typeof name !== "string" || name === "") errors.push(FieldError.required(`${at}.name`))
-    switch (subject["kind"]) {
+    if (subject.name === "") errors.push(FieldError.required(`${at}.name`))
+    switch (subject.kind) {
       case "ServiceAccount":
-        if (subject["apiGroup"] !== undefined && subject["apiGroup"] !== "") errors.push(FieldError.notSupported(`${at}.apiGroup`, subject["apiGroup"], [""]))
-        if (!namespaced && (subject["namespace"] === undefined || subject["namespace"] === "")) errors.push(FieldError.required(`${at}.namespace`))
+        if (subject.apiGroup !== undefined && subject.apiGroup !== "") errors.push(FieldError.notSupported(`${at}.apiGroup`, subject.apiGroup, [""]))
+        if (!namespaced && (subject.namespace === undefined || subject.namespace === "")) errors.push(FieldError.required(`${at}.namespace`))
         break
       case "User":
       case "Group":
-        if (subject["apiGroup"] !== Group) errors.push(FieldError.notSupported(`${at}.apiGroup`, subject["apiGroup"], [Group]))
+        if (subject.apiGroup !== Group) errors.push(FieldError.notSupported(`${at}.apiGroup`, subject.apiGroup, [Group]))
         break
       default:
-        errors.push(FieldError.notSupported(`${at}.kind`, subject["kind"], ["ServiceAccount", "User", "Group"]))
+        errors.push(FieldError.notSupported(`${at}.kind`, subject.kind, ["ServiceAccount", "User", "Group"]))
     }
   })
   return errors
 }
 
 /** Kubernetes' subject defaulting: User and Group subjects belong to the RBAC API group. */
-export const defaultSubjects = (binding: Json): Json =>
-  binding["subjects"] === undefined
+export const defaultSubjects = <B extends StoredBinding>(binding: B): B =>
+  binding.subjects == null
     ? binding
     : {
         ...binding,
-        subjects: asArray(binding["subjects"]).map((s) => {
-          const subject = asObject(s)
-          if (subject["apiGroup"] !== undefined) return subject
-          return subject["kind"] === "User" || subject["kind"] === "Group" ? { ...subject, apiGroup: Group } : subject["kind"] === "ServiceAccount" ? { ...subject, apiGroup: "" } : subject
+        subjects: binding.subjects.map((subject) => {
+          if (subject.apiGroup !== undefined) return subject
+          return subject.kind === "User" || subject.kind === "Group" ? { ...subject, apiGroup: Group } : subject.kind === "ServiceAccount" ? { ...subject, apiGroup: "" } : subject
         })
       }

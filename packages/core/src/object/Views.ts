@@ -23,6 +23,7 @@ import type * as NetworkPolicyModel from "../model/NetworkPolicy.js"
 import type * as NodeModel from "../model/Node.js"
 import type * as PodModel from "../model/Pod.js"
 import type * as PolicyModel from "../model/Policy.js"
+import type * as RbacModel from "../model/Rbac.js"
 import type * as SchedulingModel from "../model/Scheduling.js"
 import type * as ServiceModel from "../model/Service.js"
 import type * as ServiceAccountModel from "../model/ServiceAccount.js"
@@ -89,6 +90,14 @@ export type Service = Stored<typeof ServiceModel.Service>
 export const service = (o: JsonObject): Service => view<Service>(o)
 export type Endpoints = Stored<typeof ServiceModel.Endpoints>
 export const endpoints = (o: JsonObject): Endpoints => view<Endpoints>(o)
+export type Role = Stored<typeof RbacModel.Role>
+export const role = (o: JsonObject): Role => view<Role>(o)
+export type ClusterRole = Stored<typeof RbacModel.ClusterRole>
+export const clusterRole = (o: JsonObject): ClusterRole => view<ClusterRole>(o)
+export type RoleBinding = Stored<typeof RbacModel.RoleBinding>
+export const roleBinding = (o: JsonObject): RoleBinding => view<RoleBinding>(o)
+export type ClusterRoleBinding = Stored<typeof RbacModel.ClusterRoleBinding>
+export const clusterRoleBinding = (o: JsonObject): ClusterRoleBinding => view<ClusterRoleBinding>(o)
 export type ServiceAccount = Stored<typeof ServiceAccountModel.ServiceAccount>
 export const serviceAccount = (o: JsonObject): ServiceAccount => view<ServiceAccount>(o)
 

@@ -58,13 +58,13 @@ describe("NetworkPolicy.defaults", () => {
     ["egress rules: Ingress and Egress", { egress: [{}] }, ["Ingress", "Egress"]],
     ["given types are kept", { policyTypes: ["Egress"] }, ["Egress"]]
   ])("%s", (_name, spec, types) => {
-    const out = NetworkPolicy.defaults(np(spec) as unknown as Record<string, unknown>) as unknown as NetworkPolicy.NetworkPolicy
+    const out = NetworkPolicy.defaults(np(spec))
     expect(out.spec?.policyTypes).toEqual(types)
     expect(NetworkPolicy.policyTypesOf(np(spec).spec)).toEqual(types)
   })
 
   it("ports are TCP unless said otherwise", () => {
-    const out = NetworkPolicy.defaults(np({ ingress: [{ ports: [{ port: 80 }, { protocol: "UDP", port: 53 }] }] }) as unknown as Record<string, unknown>) as unknown as NetworkPolicy.NetworkPolicy
+    const out = NetworkPolicy.defaults(np({ ingress: [{ ports: [{ port: 80 }, { protocol: "UDP", port: 53 }] }] }))
     expect(out.spec?.ingress?.[0]?.ports).toEqual([{ port: 80, protocol: "TCP" }, { protocol: "UDP", port: 53 }])
   })
 })

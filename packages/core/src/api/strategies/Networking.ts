@@ -29,7 +29,7 @@ export const group: GroupStrategies = {
     "networking.k8s.io/v1/Ingress": { ...neutral, validate: typed(Ingress.Ingress, Ingress.validate) },
     "networking.k8s.io/v1/NetworkPolicy": {
       ...neutral,
-      defaults: NetworkPolicy.defaults,
+      defaults: (o) => NetworkPolicy.defaults(Views.networkPolicy(o)),
       validate: typed(NetworkPolicy.NetworkPolicy, NetworkPolicy.validate),
       validateUpdate: typed(NetworkPolicy.NetworkPolicy, NetworkPolicy.validate),
       tracksGeneration: true
