@@ -31,32 +31,38 @@
  * backoff is derived from the failed pods still present (upstream keeps it in memory), so it
  * shortens once pod GC removed them; the interim `FailureTarget` condition of newer versions is
  * not written; no "expectations" (the runner waits until the informers show this sync's writes).
+ *
+ * `decide` composes the steps of upstream's syncJob, which live in `internal/job/`: `Params` (the
+ * spec read once), `Tracking` (finished pods through the finalizer), `Status` (failure,
+ * completion, suspension, the finish), `ManagePods` (how many pods, which to delete or create),
+ * `Backoff`, `Indexes` (Indexed completion) and `Finished` (a finished Job's leftovers and TTL);
+ * `PodControl` writes the pods.
  */
 import { Clock, Effect } from "effect"
 import type * as Client from "../client/Client.js"
 import * as Batch from "../model/Batch.js"
-import * as Conditions from "../object/Conditions.js"
+import type * as Conditions from "../object/Conditions.js"
 import * as Controller from "./Controller.js"
 import * as Informer from "../informer/Informer.js"
 import * as Pods from "../object/Pods.js"
-import * as ReplicaSet from "./ReplicaSet.js"
-import { type JsonObject, asArray, asObject, stableJson } from "../object/Json.js"
-import { controllerRefOf, isTerminating, metadataOf, nameOf, rfc3339, timeMs, uidOf } from "../object/Metadata.js"
+import { type JsonObject, asArray, jsonEqual } from "../object/Json.js"
+import { controllerRefOf, isTerminating, labelsOf, metadataOf, rfc3339, timeMs, uidOf } from "../object/Metadata.js"
 import * as ResourceRefs from "../object/ResourceRefs.js"
-
+import * as Backoff from "./internal/job/Backoff.js"
+import * as JobDecision from "./internal/job/Decision.js"
+import * as Finished from "./internal/job/Finished.js"
+import * as Indexes from "./internal/job/Indexes.js"
+import * as ManagePods from "./internal/job/ManagePods.js"
+import * as Params from "./internal/job/Params.js"
+import * as PodControl from "./internal/job/PodControl.js"
+import * as Status from "./internal/job/Status.js"
+import * as Tracking from "./internal/job/Tracking.js"
 
 /** The finalizer that keeps a finished pod until the Job has counted it. */
-export const trackingFinalizer = "batch.kubernetes.io/job-tracking"
-const completionIndexAnnotation = Batch.JobCompletionIndexAnnotation
-const controllerUidLabel = Batch.ControllerUidLabel
-const jobNameLabel = Batch.JobNameLabel
+export const trackingFinalizer = Tracking.trackingFinalizer
 
 /** The Job resource. */
 export const JobRef: Client.ResourceRef = { apiVersion: "batch/v1", kind: "Job" }
-
-// Upstream's bounds: at most this many pod creations/deletions and uncounted pods per sync.
-const maxPodChangesPerSync = 500
-const maxUncountedPods = 500
 
 /** Options of the Job controller. */
 export interface Options {
@@ -68,485 +74,99 @@ export interface Options {
   readonly workers?: number
 }
 
-const defaultBackoffMs = 10_000
-const defaultMaxBackoffMs = 360_000
-
-const num = (v: unknown): number | undefined => (typeof v === "number" && Number.isFinite(v) ? v : undefined)
-const strings = (v: unknown): ReadonlyArray<string> => asArray(v).filter((s): s is string => typeof s === "string")
-
-const specOf = (job: JsonObject) => asObject(job["spec"])
-const statusOf = (job: JsonObject) => asObject(job["status"])
-const conditionsOf = (o: JsonObject) => asArray(statusOf(o)["conditions"]) as ReadonlyArray<Conditions.Condition>
-
 /** The Job's `Complete` or `Failed` condition when it is True: the Job has finished. */
 export const finishedCondition = (job: JsonObject): Conditions.Condition | undefined =>
-  conditionsOf(job).find((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True")
+  (asArray(Params.statusOf(job)["conditions"]) as ReadonlyArray<Conditions.Condition>).find((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True")
 
 /** Whether the pod carries the job-tracking finalizer (it is not counted yet). */
-export const hasTrackingFinalizer = (pod: JsonObject): boolean => strings(metadataOf(pod)["finalizers"]).includes(trackingFinalizer)
-
-const isIndexed = (job: JsonObject) => specOf(job)["completionMode"] === "Indexed"
-const isSuspended = (job: JsonObject) => specOf(job)["suspend"] === true
-
-/**
- * A finished-and-failed pod as upstream sees it: phase Failed, or deleted before it succeeded
- * (an orphaned or evicted pod may never reach a terminal phase).
- */
-const isFailedPod = (pod: JsonObject) => {
-  const phase = Pods.phase(pod)
-  return phase === "Failed" || (isTerminating(pod) && phase !== "Succeeded")
-}
+export const hasTrackingFinalizer: (pod: JsonObject) => boolean = Tracking.hasTrackingFinalizer
 
 /** The completion index of an Indexed Job's pod, or undefined when missing or malformed. */
-export const completionIndex = (pod: JsonObject): number | undefined => {
-  const v = asObject(metadataOf(pod)["annotations"])[completionIndexAnnotation]
-  if (typeof v !== "string" || !/^\d+$/.test(v)) return undefined
-  const n = Number(v)
-  return Number.isSafeInteger(n) ? n : undefined
-}
+export const completionIndex: (pod: JsonObject) => number | undefined = Indexes.completionIndex
 
 /** The indexes in a `completedIndexes` string (`0-3,5`) below `completions`, ascending, without repeats. */
-export const parseIndexes = (text: string | undefined, completions: number): ReadonlyArray<number> => {
-  const out = new Set<number>()
-  for (const part of (text ?? "").split(",")) {
-    const m = /^(\d+)(?:-(\d+))?$/.exec(part.trim())
-    if (m === null) continue
-    const first = Number(m[1])
-    const last = Math.min(m[2] === undefined ? first : Number(m[2]), completions - 1)
-    for (let i = first; i <= last; i++) out.add(i)
-  }
-  return [...out].sort((a, b) => a - b)
-}
+export const parseIndexes: (text: string | undefined, completions: number) => ReadonlyArray<number> = Indexes.parseIndexes
 
 /** Ascending indexes as Kubernetes writes `completedIndexes`: runs as `first-last`, singles alone. */
-export const formatIndexes = (indexes: ReadonlyArray<number>): string => {
-  const sorted = [...new Set(indexes)].sort((a, b) => a - b)
-  const parts: Array<string> = []
-  for (let i = 0; i < sorted.length; ) {
-    let j = i
-    while (j + 1 < sorted.length && sorted[j + 1] === sorted[j]! + 1) j++
-    parts.push(i === j ? String(sorted[i]) : `${sorted[i]}-${sorted[j]}`)
-    i = j + 1
-  }
-  return parts.join(",")
-}
-
-/** When a terminated pod finished: its last container's finish, else when it became unready, else its deletion. */
-const finishedAtMs = (pod: JsonObject): number | undefined => {
-  const status = asObject(pod["status"])
-  let latest: number | undefined
-  for (const c of [...asArray(status["containerStatuses"]), ...asArray(status["initContainerStatuses"])]) {
-    const t = timeMs(asObject(asObject(asObject(c)["state"])["terminated"])["finishedAt"])
-    if (t !== undefined && (latest === undefined || t > latest)) latest = t
-  }
-  if (latest !== undefined) return latest
-  const ready = Pods.condition(pod, "Ready")
-  if (ready?.["status"] === "False") {
-    const t = timeMs(ready["lastTransitionTime"])
-    if (t !== undefined) return t
-  }
-  return timeMs(metadataOf(pod)["deletionTimestamp"])
-}
+export const formatIndexes: (indexes: ReadonlyArray<number>) => string = Indexes.formatIndexes
 
 /**
  * How long to wait before creating replacement pods: `base * 2^(failures-1)` (capped) after the
  * last failure, counting the failures since the last success, as upstream's backoff record.
  */
-export const backoffRemainingMs = (pods: ReadonlyArray<JsonObject>, nowMs: number, baseMs: number, maxMs: number): number => {
-  let lastSuccess = -Infinity
-  for (const p of pods) if (Pods.phase(p) === "Succeeded") lastSuccess = Math.max(lastSuccess, finishedAtMs(p) ?? nowMs)
-  let failures = 0
-  let lastFailure = -Infinity
-  for (const p of pods) {
-    if (Pods.phase(p) !== "Failed") continue
-    const t = finishedAtMs(p) ?? nowMs
-    if (t <= lastSuccess) continue
-    failures++
-    lastFailure = Math.max(lastFailure, t)
-  }
-  if (failures === 0) return 0
-  let backoff = baseMs
-  for (let i = 1; i < failures && backoff < maxMs; i++) backoff *= 2
-  backoff = Math.min(backoff, maxMs)
-  const elapsed = nowMs - lastFailure
-  return backoff < elapsed ? 0 : backoff - elapsed
-}
-
-/** Upstream's pastBackoffLimitOnFailure: container restarts of running pods count against the limit. */
-const pastBackoffLimitOnFailure = (job: JsonObject, pods: ReadonlyArray<JsonObject>, backoffLimit: number) => {
-  if (asObject(asObject(specOf(job)["template"])["spec"])["restartPolicy"] !== "OnFailure") return false
-  let restarts = 0
-  for (const p of pods) {
-    const phase = Pods.phase(p)
-    if (phase !== "Running" && phase !== "Pending") continue
-    const status = asObject(p["status"])
-    for (const c of [...asArray(status["initContainerStatuses"]), ...asArray(status["containerStatuses"])]) restarts += num(asObject(c)["restartCount"]) ?? 0
-  }
-  return backoffLimit === 0 ? restarts > 0 : restarts >= backoffLimit
-}
-
-/**
- * Active pods to delete: for Indexed Jobs first those with a missing, out-of-range or repeated
- * index (keeping the most advanced pod of each index), then up to `atLeast` in upstream's
- * ActivePods order (the ReplicaSet's: unscheduled, pending, unready, ready for less time first).
- */
-const podsForRemoval = (active: ReadonlyArray<JsonObject>, atLeast: number, indexed: boolean, completions: number) => {
-  const remove: Array<JsonObject> = []
-  let left: ReadonlyArray<JsonObject> = active
-  if (indexed) {
-    const byIndex = new Map<number, Array<JsonObject>>()
-    for (const p of active) {
-      const ix = completionIndex(p)
-      if (ix === undefined || ix >= completions) remove.push(p)
-      else byIndex.set(ix, [...(byIndex.get(ix) ?? []), p])
-    }
-    for (const group of byIndex.values()) remove.push(...ReplicaSet.podsToDelete(group, [], group.length - 1))
-    left = active.filter((p) => !remove.includes(p))
-  }
-  if (remove.length < atLeast) remove.push(...ReplicaSet.podsToDelete(left, [], atLeast - remove.length))
-  return remove
-}
-
-/** The lowest indexes neither completed nor held by an active pod. */
-const pendingIndexes = (count: number, completions: number, succeeded: ReadonlySet<number>, active: ReadonlyArray<JsonObject>) => {
-  const taken = new Set<number>(succeeded)
-  for (const p of active) {
-    const ix = completionIndex(p)
-    if (ix !== undefined) taken.add(ix)
-  }
-  const out: Array<number> = []
-  for (let i = 0; i < completions && out.length < count; i++) if (!taken.has(i)) out.push(i)
-  return out
-}
+export const backoffRemainingMs: (pods: ReadonlyArray<JsonObject>, nowMs: number, baseMs: number, maxMs: number) => number = Backoff.backoffRemainingMs
 
 /** A pod for `job` (with `index` for Indexed Jobs), carrying the tracking finalizer. */
-export const podFor = (job: JsonObject, index: number | undefined): JsonObject => {
-  const name = nameOf(job)
-  const template = asObject(specOf(job)["template"])
-  const templateLabels = asObject(asObject(template["metadata"])["labels"])
-  // The API server's defaulting puts these labels on the template already; add them only if absent.
-  const extraLabels: Record<string, string> = {}
-  if (templateLabels[controllerUidLabel] === undefined) extraLabels[controllerUidLabel] = uidOf(job)
-  if (templateLabels[jobNameLabel] === undefined) extraLabels[jobNameLabel] = name
-  if (index !== undefined) extraLabels[completionIndexAnnotation] = String(index)
-  const pod = Pods.fromTemplate(template, job, {
-    generateName: index === undefined ? `${name}-` : `${name}-${index}-`,
-    extraLabels,
-    ...(index === undefined ? {} : { extraAnnotations: { [completionIndexAnnotation]: String(index) } })
-  })
-  const m = asObject(pod["metadata"])
-  const finalizers = strings(m["finalizers"])
-  m["finalizers"] = finalizers.includes(trackingFinalizer) ? finalizers : [...finalizers, trackingFinalizer]
-  if (index !== undefined) {
-    const spec = asObject(pod["spec"])
-    spec["hostname"] = `${name}-${index}`
-    // As upstream: the index reaches the process through the downward API, from the annotation.
-    const env = { name: "JOB_COMPLETION_INDEX", valueFrom: { fieldRef: { fieldPath: `metadata.annotations['${completionIndexAnnotation}']` } } }
-    for (const key of ["initContainers", "containers"]) {
-      if (!Array.isArray(spec[key])) continue
-      spec[key] = asArray(spec[key]).map((c) => {
-        const container = asObject(c)
-        const vars = asArray(container["env"]).map(asObject)
-        return vars.some((v) => v["name"] === env.name) ? container : { ...container, env: [...vars, env] }
-      })
-    }
-  }
-  return pod
-}
+export const podFor: (job: JsonObject, index: number | undefined) => JsonObject = ManagePods.podFor
 
 /** An Event to record about the Job. */
-export interface JobEvent {
-  readonly type: "Normal" | "Warning"
-  readonly reason: string
-  readonly message: string
-}
+export type JobEvent = JobDecision.JobEvent
 
 /** What the Job controller should do, in this order. */
-export interface Decision {
-  /** Delete the Job itself (its `ttlSecondsAfterFinished` has passed), propagationPolicy Background. */
-  readonly deleteJob: boolean
-  /** Pods to delete; `removeFinalizer` first for pods that must not be counted (suspend, scale down). */
-  readonly delete: ReadonlyArray<{ readonly pod: JsonObject; readonly removeFinalizer: boolean }>
-  /** Pods to create. */
-  readonly create: ReadonlyArray<JsonObject>
-  /** The status that records newly finished pods as uncounted; written before any finalizer goes. Undefined: unchanged. */
-  readonly recordStatus: JsonObject | undefined
-  /** Pods whose tracking finalizer to remove once `recordStatus` is written. */
-  readonly removeFinalizers: ReadonlyArray<JsonObject>
-  /** The status once those finalizers are gone (counters moved, Complete/Failed set). Undefined: same as before. */
-  readonly status: JsonObject | undefined
-  /** Events to record once `status` is written. */
-  readonly events: ReadonlyArray<JobEvent>
-  /** Look again after this long (backoff, active deadline, TTL). */
-  readonly requeueAfterMs?: number
-}
+export type Decision = JobDecision.Decision
 
 /** Settings of `decide`. */
-export interface DecideOptions {
-  readonly podFailureBackoffMs?: number
-  readonly maxPodFailureBackoffMs?: number
-}
-
-const sameJson = (a: unknown, b: unknown) => stableJson(a) === stableJson(b)
-
-const minDefined = (...values: ReadonlyArray<number | undefined>) => {
-  const defined = values.filter((v): v is number => v !== undefined)
-  return defined.length === 0 ? undefined : Math.max(0, Math.min(...defined))
-}
-
-// Kubernetes omits zero counters (omitempty); `ready` is a pointer and always written.
-const withCount = (status: Record<string, unknown>, key: string, n: number) => {
-  if (n > 0) status[key] = n
-  else delete status[key]
-}
-
-const uncountedStatus = (succeeded: ReadonlyArray<string>, failed: ReadonlyArray<string>) => ({
-  ...(succeeded.length > 0 ? { succeeded: [...succeeded] } : {}),
-  ...(failed.length > 0 ? { failed: [...failed] } : {})
-})
+export type DecideOptions = JobDecision.DecideOptions
 
 /**
  * Decides one sync of `job` given the pods it controls, at `nowMs`: pure, the plan of upstream's
  * syncJob (manage the active pods, detect the finish, track terminated pods through the finalizer).
  */
 export const decide = (job: JsonObject, pods: ReadonlyArray<JsonObject>, nowMs: number, options: DecideOptions = {}): Decision => {
-  const spec = specOf(job)
-  const status = statusOf(job)
+  const finished = finishedCondition(job)
+  if (finished !== undefined) return Finished.decide(job, finished, pods, nowMs)
+
+  const params = Params.of(job)
+  const status = Params.statusOf(job)
   const now = rfc3339(nowMs)
   const deleting = isTerminating(job)
+  const counts = Tracking.count(params, status, pods)
 
-  const finished = finishedCondition(job)
-  if (finished !== undefined) {
-    // Nothing runs any more; only leftovers (a pod created but unseen when the Job finished)
-    // lose their finalizer, uncounted, as upstream's orphan handling does.
-    const leftovers = pods.filter(hasTrackingFinalizer)
-    const ttl = num(spec["ttlSecondsAfterFinished"])
-    const finishedAt = timeMs(status["completionTime"]) ?? timeMs(finished.lastTransitionTime) ?? nowMs
-    const expires = ttl === undefined || deleting ? undefined : finishedAt + ttl * 1000
-    const expired = expires !== undefined && nowMs >= expires
-    return {
-      deleteJob: expired,
-      delete: [],
-      create: [],
-      recordStatus: undefined,
-      removeFinalizers: expired ? [] : leftovers,
-      status: undefined,
-      events: [],
-      ...(expires !== undefined && !expired ? { requeueAfterMs: expires - nowMs } : {})
-    }
-  }
-
-  const indexed = isIndexed(job)
-  const parallelism = num(spec["parallelism"]) ?? 1
-  const completions = num(spec["completions"]) ?? (indexed ? 1 : undefined)
-  const backoffLimit = num(spec["backoffLimit"]) ?? 6
-  const suspended = isSuspended(job)
-  const events: Array<JobEvent> = []
-  let requeueAfterMs: number | undefined
-
-  // Counters as stored, then the uncounted uids whose pods lost the finalizer (or are gone)
-  // move into them: those removals happened after the uids were recorded.
-  const tracked = new Set(pods.filter(hasTrackingFinalizer).map(uidOf))
-  const oldUncounted = asObject(status["uncountedTerminatedPods"])
-  let succeededCount = num(status["succeeded"]) ?? 0
-  let failedCount = num(status["failed"]) ?? 0
-  const uncountedSucceeded: Array<string> = []
-  const uncountedFailed: Array<string> = []
-  for (const uid of strings(oldUncounted["succeeded"])) {
-    if (tracked.has(uid)) uncountedSucceeded.push(uid)
-    else succeededCount++
-  }
-  for (const uid of strings(oldUncounted["failed"])) {
-    if (tracked.has(uid)) uncountedFailed.push(uid)
-    else failedCount++
-  }
-  const inUncounted = (uid: string) => uncountedSucceeded.includes(uid) || uncountedFailed.includes(uid)
-  const validIndex = (p: JsonObject) => {
-    if (!indexed) return true
-    const ix = completionIndex(p)
-    return ix !== undefined && ix < (completions ?? 0)
-  }
+  const next: JsonObject = { ...status }
+  if (next["startTime"] === undefined && !params.suspended) next["startTime"] = now
+  const failure = Status.failure(job, params, pods, counts.failed, timeMs(next["startTime"]), nowMs)
+  let finishing = failure.finishing
 
   const active = pods.filter(Pods.isActive)
-  const newlyFinished = pods.filter((p) => hasTrackingFinalizer(p) && !inUncounted(uidOf(p)) && validIndex(p))
-  const newSucceeded = newlyFinished.filter((p) => Pods.phase(p) === "Succeeded")
-  const newFailed = newlyFinished.filter(isFailedPod)
-
-  const previousIndexes = indexed ? parseIndexes(status["completedIndexes"] as string | undefined, completions ?? 0) : []
-  const succeededIndexes = new Set(previousIndexes)
-  if (indexed) for (const p of newSucceeded) succeededIndexes.add(completionIndex(p)!)
-  const succeeded = indexed ? succeededIndexes.size : succeededCount + uncountedSucceeded.length + newSucceeded.length
-  const failed = failedCount + uncountedFailed.length + newFailed.length
-
-  const next: Record<string, unknown> = { ...status }
-  if (next["startTime"] === undefined && !suspended) next["startTime"] = now
-  const startMs = timeMs(next["startTime"])
-
-  // Failure first: the backoff limit, then the active deadline (upstream's order).
-  let finishing: Omit<Conditions.Condition, "lastTransitionTime" | "lastUpdateTime"> | undefined
-  const deadline = num(spec["activeDeadlineSeconds"])
-  if (failed > backoffLimit || pastBackoffLimitOnFailure(job, pods, backoffLimit)) {
-    finishing = { type: "Failed", status: "True", reason: "BackoffLimitExceeded", message: "Job has reached the specified backoff limit" }
-  } else if (deadline !== undefined && startMs !== undefined && !suspended) {
-    const due = startMs + deadline * 1000
-    if (nowMs >= due) finishing = { type: "Failed", status: "True", reason: "DeadlineExceeded", message: "Job was active longer than specified deadline" }
-    else requeueAfterMs = due - nowMs
+  const events: Array<JobEvent> = []
+  let managed: ManagePods.Managed
+  if (finishing !== undefined) managed = ManagePods.stopAll(active)
+  else if (deleting) managed = ManagePods.leaveAlone(active)
+  else {
+    managed = ManagePods.manage(job, params, counts, pods, active, nowMs, options)
+    // A suspended Job has not started (newer upstream clears it too): the deadline counts
+    // continuous activity only, and the API lets a Job without startTime change its pods'
+    // scheduling directives (what queueing controllers do before resuming it).
+    if (params.suspended) delete next["startTime"]
   }
-
-  const toDelete: Array<{ pod: JsonObject; removeFinalizer: boolean }> = []
-  const toCreate: Array<JsonObject> = []
-  let activeAfter = active.length
-  let kept: ReadonlyArray<JsonObject> = active
-  if (finishing !== undefined) {
-    // A failed Job stops its pods; they keep the finalizer and are counted as failed below.
-    for (const pod of active) toDelete.push({ pod, removeFinalizer: false })
-    activeAfter = 0
-    kept = []
-  } else {
-    let managed = false
-    if (!deleting) {
-      managed = true
-      if (suspended) {
-        // Suspension is not failure: the finalizer goes first, so these pods are never counted.
-        for (const pod of active) toDelete.push({ pod, removeFinalizer: true })
-        activeAfter = 0
-        kept = []
-        // A suspended Job has not started (newer upstream clears it too): the deadline counts
-        // continuous activity only, and the API lets a Job without startTime change its pods'
-        // scheduling directives (what queueing controllers do before resuming it).
-        delete next["startTime"]
-      } else {
-        let wantActive: number
-        if (completions === undefined) wantActive = succeeded > 0 ? active.length : parallelism
-        else wantActive = Math.max(0, Math.min(completions - succeeded, parallelism))
-        const remove = podsForRemoval(active, Math.max(0, active.length - wantActive), indexed, completions ?? 0).slice(0, maxPodChangesPerSync)
-        if (remove.length > 0) {
-          // Upstream never creates and deletes in one sync; deletion wins.
-          for (const pod of remove) toDelete.push({ pod, removeFinalizer: true })
-          activeAfter = active.length - remove.length
-          kept = active.filter((p) => !remove.includes(p))
-        } else if (wantActive > active.length) {
-          const wait = backoffRemainingMs(pods, nowMs, options.podFailureBackoffMs ?? defaultBackoffMs, options.maxPodFailureBackoffMs ?? defaultMaxBackoffMs)
-          if (wait > 0) requeueAfterMs = minDefined(requeueAfterMs, wait)
-          else {
-            const count = Math.min(wantActive - active.length, maxPodChangesPerSync)
-            const indexes = indexed ? pendingIndexes(count, completions ?? 0, succeededIndexes, active) : Array.from({ length: count }, () => undefined)
-            for (const ix of indexes) toCreate.push(podFor(job, ix))
-            activeAfter = active.length + toCreate.length
-          }
-        }
-      }
-    }
-    const complete = completions === undefined ? succeeded > 0 && activeAfter === 0 : succeeded >= completions && activeAfter === 0
-    if (complete) finishing = { type: "Complete", status: "True" }
-    else if (managed) {
-      const conditions = asArray(next["conditions"]) as ReadonlyArray<Conditions.Condition>
-      const current = Conditions.get(conditions, "Suspended")
-      if (suspended && current?.status !== "True") {
-        next["conditions"] = Conditions.set(conditions, { type: "Suspended", status: "True", reason: "JobSuspended", message: "Job suspended" }, now)
-        events.push({ type: "Normal", reason: "Suspended", message: "Job suspended" })
-      } else if (!suspended && current?.status === "True") {
-        next["conditions"] = Conditions.set(conditions, { type: "Suspended", status: "False", reason: "JobResumed", message: "Job resumed" }, now)
-        events.push({ type: "Normal", reason: "Resumed", message: "Job resumed" })
-        // The deadline counts continuous activity: it starts again on resume.
-        next["startTime"] = now
-      }
-    }
+  if (finishing === undefined) {
+    if (Status.isComplete(params, counts.succeeded, managed.activeAfter)) finishing = { type: "Complete", status: "True" }
+    else if (!deleting) events.push(...Status.syncSuspended(next, params.suspended, now))
   }
-  withCount(next, "active", activeAfter)
-  next["ready"] = kept.filter(Pods.isReady).length
+  Status.withCount(next, "active", managed.activeAfter)
+  next["ready"] = managed.kept.filter(Pods.isReady).length
 
   // Tracking: record finished pods as uncounted, then remove their finalizers.
-  const removeFinalizers: Array<JsonObject> = []
-  const newIndexes: Array<number> = []
-  let reachedMax = false
-  const sorted = indexed ? [...pods].sort((a, b) => (completionIndex(a) ?? Infinity) - (completionIndex(b) ?? Infinity)) : pods
-  for (const pod of sorted) {
-    if (!hasTrackingFinalizer(pod)) continue
-    const uid = uidOf(pod)
-    const failedPod = isFailedPod(pod)
-    const succeededPod = Pods.phase(pod) === "Succeeded"
-    if (!(deleting || finishing !== undefined || succeededPod || failedPod)) continue
-    removeFinalizers.push(pod)
-    if (succeededPod && !uncountedFailed.includes(uid)) {
-      if (indexed) {
-        const ix = completionIndex(pod)
-        if (ix !== undefined && ix < (completions ?? 0) && !previousIndexes.includes(ix)) newIndexes.push(ix)
-      } else if (!uncountedSucceeded.includes(uid)) uncountedSucceeded.push(uid)
-    } else if ((failedPod || finishing !== undefined) && !uncountedFailed.includes(uid) && validIndex(pod)) {
-      // Once the Job has failed or completed, a pod still running is counted as failed.
-      uncountedFailed.push(uid)
-    }
-    if (newIndexes.length + uncountedSucceeded.length + uncountedFailed.length >= maxUncountedPods) {
-      reachedMax = true
-      break
-    }
-  }
-  if (indexed) {
-    next["completedIndexes"] = formatIndexes([...previousIndexes, ...newIndexes])
-    succeededCount = parseIndexes(next["completedIndexes"] as string, completions ?? 0).length
-  }
-  withCount(next, "succeeded", succeededCount)
-  withCount(next, "failed", failedCount)
-  next["uncountedTerminatedPods"] = uncountedStatus(uncountedSucceeded, uncountedFailed)
-
-  const recordStatus = sameJson(next, status) ? undefined : { ...next }
-
+  const tracked = Tracking.track(params, counts, pods, deleting, finishing !== undefined)
+  const recorded = Tracking.recordedStatus(next, params, counts, tracked)
+  const recordStatus = jsonEqual(recorded, status) ? undefined : recorded
   // After the finalizers are gone: their uids move into the counters.
-  const removed = new Set(removeFinalizers.map(uidOf))
-  const final: Record<string, unknown> = { ...next }
-  const stillSucceeded = uncountedSucceeded.filter((u) => !removed.has(u))
-  const stillFailed = uncountedFailed.filter((u) => !removed.has(u))
-  if (!indexed) withCount(final, "succeeded", succeededCount + uncountedSucceeded.length - stillSucceeded.length)
-  withCount(final, "failed", failedCount + uncountedFailed.length - stillFailed.length)
-  final["uncountedTerminatedPods"] = uncountedStatus(stillSucceeded, stillFailed)
+  const counted = Tracking.countedStatus(recorded, params, counts, tracked)
   // The Job may be declared finished only when every finished pod has been counted.
-  if (finishing !== undefined && !reachedMax && stillSucceeded.length === 0 && stillFailed.length === 0) {
-    final["conditions"] = Conditions.set(asArray(final["conditions"]) as ReadonlyArray<Conditions.Condition>, finishing, now)
-    if (finishing.type === "Complete") {
-      final["completionTime"] = now
-      const total = num(final["succeeded"]) ?? 0
-      if (completions !== undefined && total > completions) {
-        events.push({ type: "Warning", reason: "TooManySucceededPods", message: "Too many succeeded pods running after completion count reached" })
-      }
-      events.push({ type: "Normal", reason: "Completed", message: "Job completed" })
-    } else events.push({ type: "Warning", reason: finishing.reason ?? "Failed", message: finishing.message ?? "" })
-    const ttl = num(spec["ttlSecondsAfterFinished"])
-    if (ttl !== undefined) requeueAfterMs = minDefined(requeueAfterMs, ttl * 1000)
-  }
-  const finalStatus = sameJson(final, recordStatus ?? status) ? undefined : final
+  const finish = finishing !== undefined && counted.allCounted ? Status.finish(counted.status, finishing, params, now) : undefined
+  const final = finish?.status ?? counted.status
+  const requeueAfterMs = JobDecision.soonest(failure.requeueAfterMs, managed.requeueAfterMs, finish?.requeueAfterMs)
 
   return {
     deleteJob: false,
-    delete: toDelete,
-    create: toCreate,
+    delete: managed.delete,
+    create: managed.create,
     recordStatus,
-    removeFinalizers,
-    status: finalStatus,
-    events,
+    removeFinalizers: tracked.removeFinalizers,
+    status: jsonEqual(final, recordStatus ?? status) ? undefined : final,
+    events: [...events, ...(finish?.events ?? [])],
     ...(requeueAfterMs !== undefined ? { requeueAfterMs } : {})
   }
-}
-
-const isNotFound = (e: Controller.ReconcileError) => e._tag === "ApiError" && e.status.code === 404
-const ignoreNotFound = <A>(effect: Effect.Effect<A, Controller.ReconcileError>) =>
-  effect.pipe(
-    Effect.asVoid,
-    Effect.catchIf(isNotFound, () => Effect.void)
-  )
-
-/** Removes the tracking finalizer with a JSON patch that fails if the list changed meanwhile. */
-const removeFinalizer = (client: Client.Client, pod: JsonObject) => {
-  const finalizers = strings(metadataOf(pod)["finalizers"])
-  const i = finalizers.indexOf(trackingFinalizer)
-  if (i < 0) return Effect.void
-  return ignoreNotFound(
-    client.patch(ResourceRefs.Pod, metadataOf(pod)["namespace"] as string | undefined, nameOf(pod), "json", [
-      { op: "test", path: `/metadata/uid`, value: uidOf(pod) },
-      { op: "test", path: `/metadata/finalizers/${i}`, value: trackingFinalizer },
-      { op: "remove", path: `/metadata/finalizers/${i}` }
-    ])
-  )
 }
 
 /**
@@ -557,7 +177,7 @@ const strandedPods = (pods: ReadonlyArray<JsonObject>, name: string, liveUid: st
   pods.filter((p) => {
     if (!hasTrackingFinalizer(p)) return false
     const ref = controllerRefOf(p)
-    if (ref === undefined) return asObject(metadataOf(p)["labels"])[jobNameLabel] === name
+    if (ref === undefined) return labelsOf(p)[Batch.JobNameLabel] === name
     return ref["kind"] === "Job" && ref["name"] === name && ref["uid"] !== liveUid
   })
 
@@ -566,11 +186,27 @@ const podKeys: Controller.KeyMapper = (change, informers) => {
   const keys = new Set(Controller.controllerOf("Job")(change, informers))
   for (const o of [change.object, change.old]) {
     if (o === undefined || controllerRefOf(o) !== undefined || !hasTrackingFinalizer(o)) continue
-    const job = asObject(metadataOf(o)["labels"])[jobNameLabel]
+    const job: unknown = labelsOf(o)[Batch.JobNameLabel]
     if (typeof job === "string") keys.add(`${String(metadataOf(o)["namespace"])}/${job}`)
   }
   return [...keys]
 }
+
+/**
+ * The plan's status writes, `active` lowered by the `missing` pods that could not be created:
+ * the recorded status before removing finalizers (a pod without the finalizer must already be
+ * in the status), then the counted status, then the plan's events.
+ */
+const writeStatuses = (ctx: Controller.Context, job: JsonObject, plan: Decision, missing: number) =>
+  Effect.gen(function* () {
+    const recordStatus = missing > 0 ? Status.withoutMissing(plan.recordStatus ?? Params.statusOf(job), missing) : plan.recordStatus
+    const finalStatus = Status.withoutMissing(plan.status, missing)
+    let current = job
+    if (recordStatus !== undefined) current = yield* ctx.client.update({ ...job, status: recordStatus }, "status")
+    yield* Effect.forEach(plan.removeFinalizers, (p) => PodControl.removeFinalizer(ctx.client, p), { discard: true })
+    if (finalStatus !== undefined) yield* ctx.client.update({ ...current, status: finalStatus }, "status")
+    for (const e of plan.events) yield* ctx.events.record(job, e.type, e.reason, e.message)
+  })
 
 /** The Job reconciler. */
 export const reconciler = (options: Options = {}): Controller.Reconciler => ({
@@ -587,55 +223,20 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => ({
 
       if (job === undefined || isTerminating(job)) {
         const stranded = strandedPods(pods.list(namespace), name, job === undefined ? undefined : uidOf(job))
-        yield* Effect.forEach(stranded, (p) => removeFinalizer(ctx.client, p), { discard: true })
+        yield* Effect.forEach(stranded, (p) => PodControl.removeFinalizer(ctx.client, p), { discard: true })
         if (job === undefined) return
       }
 
       const plan = decide(job, pods.controlledBy(uidOf(job)), nowMs, options)
       if (plan.deleteJob) {
-        yield* ignoreNotFound(ctx.client.delete(JobRef, namespace, name, { propagationPolicy: "Background", preconditions: { uid: uidOf(job) } }))
+        yield* PodControl.ignoreNotFound(ctx.client.delete(JobRef, namespace, name, { propagationPolicy: "Background", preconditions: { uid: uidOf(job) } }))
         return
       }
-      for (const { pod, removeFinalizer: first } of plan.delete) {
-        if (first) yield* removeFinalizer(ctx.client, pod)
-        yield* ignoreNotFound(ctx.client.delete(ResourceRefs.Pod, namespace, nameOf(pod)))
-        yield* ctx.events.record(job, "Normal", "SuccessfulDelete", `Deleted pod: ${nameOf(pod)}`)
-      }
-      // Slow start, as upstream: batches of 1, 2, 4, …; a failed batch skips the rest (a quota or
-      // admission refusal would refuse them all). The status is still tracked, then the error retried.
-      let createError: Controller.ReconcileError | undefined
-      let created = 0
-      for (const size of ReplicaSet.slowStartBatches(plan.create.length)) {
-        const batch = plan.create.slice(created, created + size)
-        const results = yield* Effect.forEach(batch, (pod) => Effect.either(ctx.client.create(pod)), { concurrency: size })
-        for (const r of results) {
-          if (r._tag === "Right") {
-            created++
-            yield* ctx.events.record(job, "Normal", "SuccessfulCreate", `Created pod: ${nameOf(r.right)}`)
-          } else {
-            createError ??= r.left
-            yield* ctx.events.record(job, "Warning", "FailedCreate", `Error creating: ${r.left.message}`)
-          }
-        }
-        if (createError !== undefined) break
-      }
-      const missing = plan.create.length - created
-      const lessActive = (status: JsonObject | undefined) => {
-        if (status === undefined || missing === 0) return status
-        const fixed = { ...status }
-        withCount(fixed, "active", (num(status["active"]) ?? 0) - missing)
-        return fixed
-      }
-      const recordStatus = missing > 0 ? lessActive(plan.recordStatus ?? statusOf(job)) : plan.recordStatus
-      const finalStatus = lessActive(plan.status)
-
-      // Record before removing finalizers: a pod without the finalizer must already be in the status.
-      let current = job
-      if (recordStatus !== undefined) current = yield* ctx.client.update({ ...job, status: recordStatus }, "status")
-      yield* Effect.forEach(plan.removeFinalizers, (p) => removeFinalizer(ctx.client, p), { discard: true })
-      if (finalStatus !== undefined) yield* ctx.client.update({ ...current, status: finalStatus }, "status")
-      for (const e of plan.events) yield* ctx.events.record(job, e.type, e.reason, e.message)
-      if (createError !== undefined) return yield* Effect.fail(createError)
+      yield* PodControl.deletePods(ctx, job, namespace, plan.delete)
+      // A failed creation still lets the status be tracked; the error is retried after.
+      const { created, error } = yield* PodControl.createPods(ctx, job, plan.create)
+      yield* writeStatuses(ctx, job, plan, plan.create.length - created)
+      if (error !== undefined) return yield* Effect.fail(error)
       return plan.requeueAfterMs === undefined ? undefined : { requeueAfterMs: plan.requeueAfterMs }
     })
 })
