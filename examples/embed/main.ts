@@ -5,14 +5,14 @@
  *
  *   SqliteStore ─▶ ApiServer (tokens ─▶ RBAC ─▶ admission ─▶ strategy) ─▶ NodeHttp (http://127.0.0.1:PORT)
  *                     ▲
- *                     └── Client (loopback token, in memory) ◀── Controller.start([website, garbage-collector, namespace])
+ *                     └── ApiClient (loopback token, in memory) ◀── Controller.start([website, garbage-collector, namespace])
  *
  * Run it: `node --conditions=@koder/source --import tsx examples/embed/main.ts --data /tmp/sites.db`
  * with `EMBED_ADMIN_TOKEN` (and optionally `EMBED_VIEWER_TOKEN`, a read-only user) in the
  * environment; kubectl works against it with `--server http://127.0.0.1:PORT --token …`.
  * It prints `embed: listening on http://…` when ready and exits 0 on SIGTERM or SIGINT.
  */
-import { AdmissionPlugins, ApiError, ApiServer, BootstrapPolicy, Client, Controller, Controllers, type Http, InProcess, RbacEscalation, RbacIndex, Status } from "@koder/fleet-core"
+import { AdmissionPlugins, ApiClient, ApiError, ApiServer, BootstrapPolicy, Client, Controller, Controllers, type Http, InProcess, RbacEscalation, RbacIndex, Status } from "@koder/fleet-core"
 import { SqliteStore } from "@koder/fleet-store-sqlite"
 import { Deferred, Effect } from "effect"
 import { randomBytes } from "node:crypto"
@@ -67,10 +67,9 @@ const program = Effect.gen(function* () {
     })
   }
   yield* Controller.start({
-    client,
     component: "sites-controller",
     reconcilers: [Website.reconciler(), Controllers.GarbageCollector.reconciler(), Controllers.Namespace.reconciler()]
-  })
+  }).pipe(Effect.provideService(ApiClient.ApiClient, client))
 
   const http = yield* Effect.acquireRelease(
     Effect.promise(() => NodeHttp.listen(api.handle, host, port)),

@@ -21,7 +21,7 @@
 //   FLEET_BENCH_CPU_PROF=DIR  write DIR/scheduler.<case>.cpuprofile covering the scheduling window only
 //   FLEET_BENCH_HEAP_PROF=DIR write DIR/scheduler.<case>.heapprofile: allocation sampling, garbage included
 // A quick run: FLEET_BENCH_NODES=500 FLEET_BENCH_PODS=5000 npm run bench -- scheduler
-import { type Client, Scheduler, SchedulerPlugins, type SchedulerFramework } from "@koder/fleet-core"
+import { ApiClient, type Client, Scheduler, SchedulerPlugins, type SchedulerFramework } from "@koder/fleet-core"
 import { Effect } from "effect"
 import { spawn } from "node:child_process"
 import { mkdirSync, writeFileSync } from "node:fs"
@@ -333,11 +333,10 @@ const runCase = (c: Case) =>
       const { metrics, done } = yield* Effect.scoped(
         Effect.gen(function* () {
           const running = yield* Scheduler.start({
-            client: timedClient(cluster.client, bindCalls),
             informers: cluster.informers,
             registry: timedRegistry(cycleStart),
             ...(percentageOfNodesToScore === undefined ? {} : { percentageOfNodesToScore })
-          })
+          }).pipe(Effect.provideService(ApiClient.ApiClient, timedClient(cluster.client, bindCalls)))
           cluster.explain = running.explain
           // Progress on stderr every 15 s: long runs should show where they are and how memory moves.
           const progress = setInterval(() => {

@@ -8,7 +8,7 @@
  *
  *   api.handle ◀── InProcess.transport ◀── Client(loopback token) ◀── ControllerManager(elect?) ─▶ reconcilers
  */
-import { Authn, Client, type Controller, ControllerManager, Controllers, type Http, InProcess, LeaderElection, type Placement, Scheduler, Store } from "@koder/fleet-core"
+import { ApiClient, Authn, Client, type Controller, ControllerManager, Controllers, type Http, InProcess, LeaderElection, type Placement, Scheduler, Store } from "@koder/fleet-core"
 import { Effect, type Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import { hostname } from "node:os"
@@ -71,17 +71,16 @@ export const start = (handle: InProcess.Handle, token: string, options: Options,
     // The scheduler leads with the controllers (one lease), sharing their informers.
     const alongside = (running: Controller.Running) =>
       Effect.gen(function* () {
-        const scheduler = yield* Scheduler.start({ client, informers: running.informers }).pipe(Effect.orDie)
+        const scheduler = yield* Scheduler.start({ informers: running.informers }).pipe(Effect.orDie)
         plane.explain = scheduler.explain
         yield* Effect.addFinalizer(() => Effect.sync(() => delete plane.explain))
       })
     yield* Effect.forkScoped(
       ControllerManager.run({
-        client,
         reconcilers: list,
         component: "fleet-controller-manager",
         ...(scheduling ? { alongside } : {}),
         ...(election === undefined ? {} : { election })
-      }).pipe(Effect.provideService(Store.Store, options.store))
+      }).pipe(Effect.provideService(ApiClient.ApiClient, client), Effect.provideService(Store.Store, options.store))
     )
   })

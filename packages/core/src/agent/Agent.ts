@@ -25,7 +25,7 @@
  * changes within about a minute, as the kubelet's TTL cache strategy; grpc probes are TCP checks.
  */
 import { Cause, Duration, Effect, type Scope } from "effect"
-import type * as Client from "../client/Client.js"
+import { ApiClient } from "../client/ApiClient.js"
 import * as EventRecorder from "../client/EventRecorder.js"
 import * as Informer from "../informer/Informer.js"
 import * as WorkQueue from "../informer/WorkQueue.js"
@@ -58,10 +58,11 @@ import * as VolumeWriter from "./VolumeWriter.js"
 /** The PATH a container gets when the pod sets none (containerd's default). */
 export const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-/** How to run an agent. */
+/**
+ * How to run an agent. It acts through the context's `ApiClient`: one authenticated as the node
+ * (`system:node:<name>`) or an administrator.
+ */
 export interface Options {
-  /** A client authenticated as the node (`system:node:<name>`) or an administrator. */
-  readonly client: Client.Client
   /** The host: name, labels, capacity and allocatable (computed by the caller), addresses. */
   readonly facts: NodeStatus.Facts
   /** Where pod directories (volumes) live: `<dataDir>/pods/<uid>`. */
@@ -190,14 +191,15 @@ const stopPods = (
 /** Start an agent in the current scope: it registers the node and runs until the scope closes. */
 export const make = (
   options: Options
-): Effect.Effect<Agent, never, Scope.Scope | Runtime.Runtime | Prober.Prober | VolumeWriter.VolumeWriter | HostPortAllocator.HostPortAllocator> =>
+): Effect.Effect<Agent, never, Scope.Scope | ApiClient | Runtime.Runtime | Prober.Prober | VolumeWriter.VolumeWriter | HostPortAllocator.HostPortAllocator> =>
   Effect.gen(function* () {
+    const client = yield* ApiClient
     const runtime = yield* Runtime.Runtime
     const prober = yield* Prober.Prober
     const writer = yield* VolumeWriter.VolumeWriter
     const allocator = yield* HostPortAllocator.HostPortAllocator
     const scope = yield* Effect.scope
-    const { client, facts } = options
+    const { facts } = options
     const nodeName = facts.nodeName
     const network = options.network ?? "host"
     const podStart = FleetMetrics.agent(yield* MetricRegistry).podStart

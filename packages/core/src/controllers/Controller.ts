@@ -19,6 +19,7 @@
 import { Data, Effect, Fiber, type Scope } from "effect"
 import type * as ApiError from "../api/ApiError.js"
 import type * as Client from "../client/Client.js"
+import { ApiClient } from "../client/ApiClient.js"
 import * as FleetMetrics from "../observability/FleetMetrics.js"
 import { MetricRegistry } from "../observability/MetricRegistry.js"
 import * as EventRecorder from "../client/EventRecorder.js"
@@ -132,9 +133,8 @@ export interface Running {
   readonly enqueue: (reconciler: string, key: string) => void
 }
 
-/** Options of `start`. */
+/** Options of `start` (the reconcilers act through the context's `ApiClient`). */
 export interface Options {
-  readonly client: Client.Client
   readonly reconcilers: ReadonlyArray<Reconciler>
   /** Share informers with other components (default: a new set). */
   readonly informers?: Informer.Informers
@@ -199,10 +199,11 @@ const observe = (started: ReadonlyMap<string, Informer.Informer>, w: Written) =>
   })
 
 /** Start the reconcilers in the current scope; they stop when it closes. */
-export const start = (options: Options): Effect.Effect<Running, never, Scope.Scope> =>
+export const start = (options: Options): Effect.Effect<Running, never, Scope.Scope | ApiClient> =>
   Effect.gen(function* () {
-    const informers = options.informers ?? (yield* Informer.makeShared(options.client))
-    const events = EventRecorder.make(options.client, { component: options.component ?? "fleet-controller-manager" })
+    const client = yield* ApiClient
+    const informers = options.informers ?? (yield* Informer.makeShared(client))
+    const events = EventRecorder.make(client, { component: options.component ?? "fleet-controller-manager" })
     const all: Array<{ name: string; metrics: () => Metrics; busy: () => boolean; enqueue: (key: string) => void }> = []
     // The same numbers for /metrics: counters as they happen, depths read at scrape time.
     const exported = FleetMetrics.workqueue(yield* MetricRegistry)
@@ -253,7 +254,7 @@ export const start = (options: Options): Effect.Effect<Running, never, Scope.Sco
         const key = yield* queue.take
         inFlight++
         const written: Written = { revisions: new Map(), deletions: [] }
-        const ctx: Context = { client: tracking(options.client, () => written), informers, events, enqueue }
+        const ctx: Context = { client: tracking(client, () => written), informers, events, enqueue }
         const t0 = Date.now()
         const exit = yield* Effect.exit(r.reconcile(key, ctx))
         const ms = Date.now() - t0

@@ -8,16 +8,15 @@
  *   elect? ─▶ lead ─▶ Controller.start(reconcilers) + alongside (scheduler) ─▶ … ─▶ lost ─▶ stop all ─▶ campaign again
  */
 import { Effect, type Scope } from "effect"
-import type * as Client from "../client/Client.js"
+import type { ApiClient } from "../client/ApiClient.js"
 import * as LeaderElection from "../coordination/LeaderElection.js"
 import * as FleetMetrics from "../observability/FleetMetrics.js"
 import { MetricRegistry } from "../observability/MetricRegistry.js"
 import type { Store } from "../store/Store.js"
 import * as Controller from "./Controller.js"
 
-/** How to run the manager. */
+/** How to run the manager (the controllers act through the context's `ApiClient`). */
 export interface Options {
-  readonly client: Client.Client
   readonly reconcilers: ReadonlyArray<Controller.Reconciler>
   /** Lead only while holding this lease; absent: always lead. */
   readonly election?: LeaderElection.Config
@@ -26,16 +25,15 @@ export interface Options {
   /** Component name on Events. */
   readonly component?: string
   /** Started with the controllers in every term, sharing their informers (the scheduler). */
-  readonly alongside?: (running: Controller.Running) => Effect.Effect<unknown, never, Scope.Scope>
+  readonly alongside?: (running: Controller.Running) => Effect.Effect<unknown, never, Scope.Scope | ApiClient>
 }
 
-const lead = (options: Options): Effect.Effect<never, never, Scope.Scope> =>
+const lead = (options: Options): Effect.Effect<never, never, Scope.Scope | ApiClient> =>
   Effect.gen(function* () {
     // 1 for the length of the term (always, without an election).
     const leading = FleetMetrics.leader(yield* MetricRegistry).status.labels(options.component ?? "fleet-controller-manager")
     yield* Effect.acquireRelease(Effect.sync(() => leading.set(1)), () => Effect.sync(() => leading.set(0)))
     const running = yield* Controller.start({
-      client: options.client,
       reconcilers: options.reconcilers,
       ...(options.component === undefined ? {} : { component: options.component })
     })
@@ -46,7 +44,7 @@ const lead = (options: Options): Effect.Effect<never, never, Scope.Scope> =>
   })
 
 /** Run until interrupted (leading whenever the election allows). */
-export const run = (options: Options): Effect.Effect<never, never, Store> => {
+export const run = (options: Options): Effect.Effect<never, never, Store | ApiClient> => {
   if (options.election === undefined) return Effect.scoped(lead(options))
   const election = options.election
   return LeaderElection.run(election, () => Effect.scoped(lead(options))).pipe(

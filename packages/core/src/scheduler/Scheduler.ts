@@ -15,7 +15,7 @@
  * controller); `Decisions` keeps the last decisions for `explain`.
  */
 import { Effect, Fiber, type Scope } from "effect"
-import type * as Client from "../client/Client.js"
+import { ApiClient } from "../client/ApiClient.js"
 import * as EventRecorder from "../client/EventRecorder.js"
 import * as Informer from "../informer/Informer.js"
 import * as ResourceRefs from "../object/ResourceRefs.js"
@@ -37,9 +37,8 @@ import type * as Schedule from "./Schedule.js"
 import * as SchedulingCycle from "./SchedulingCycle.js"
 import * as Snapshot from "./Snapshot.js"
 
-/** How to run the scheduler. */
+/** How to run the scheduler (it reads and binds through the context's `ApiClient`). */
 export interface Options {
-  readonly client: Client.Client
   /** Informers to share (default: its own). */
   readonly informers?: Informer.Informers
   /** Profiles, each answering for its `schedulerName` (default: `default-scheduler` with the default plugins). */
@@ -88,10 +87,10 @@ export interface Running {
 }
 
 /** Start the scheduler in the current scope. */
-export const start = (options: Options): Effect.Effect<Running, string, Scope.Scope> =>
+export const start = (options: Options): Effect.Effect<Running, string, Scope.Scope | ApiClient> =>
   Effect.gen(function* () {
     const scope = yield* Effect.scope
-    const client = options.client
+    const client = yield* ApiClient
     const informers = options.informers ?? (yield* Informer.makeShared(client))
     const events = EventRecorder.make(client, { component: options.component ?? Profiles.DefaultSchedulerName })
     const nodes = informers.for(ResourceRefs.Node)

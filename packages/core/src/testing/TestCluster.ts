@@ -22,6 +22,7 @@ import * as Eviction from "../policy/Eviction.js"
 import * as MetricsApi from "../api/MetricsApi.js"
 import * as MetricsSource from "../api/MetricsSource.js"
 import type { UserInfo } from "../api/Http.js"
+import { ApiClient } from "../client/ApiClient.js"
 import * as Client from "../client/Client.js"
 import * as InProcess from "../client/InProcess.js"
 import * as Controller from "../controllers/Controller.js"
@@ -178,21 +179,19 @@ export const make = (options: Options = {}): Effect.Effect<TestCluster, never, S
       ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs })
     })
     const running = yield* Controller.start({
-      client: controllerClient,
       reconcilers: [...(options.controllers ?? []), kubelets.reconciler]
-    })
+    }).pipe(Effect.provideService(ApiClient, controllerClient))
     kubelets.bindQueue((key) => running.enqueue(kubelets.reconciler.name, key))
     const scheduler =
       options.scheduler === false
         ? undefined
         : yield* Effect.orDie(
             Scheduler.start({
-              client: controllerClient,
               informers: running.informers,
               // Short backoffs: a test should not wait the production 1–10 s after a lost race.
               queue: { initialBackoffMs: 50, maxBackoffMs: 1_000 },
               ...(options.schedulerProfiles === undefined ? {} : { profiles: options.schedulerProfiles })
-            })
+            }).pipe(Effect.provideService(ApiClient, controllerClient))
           )
     if (scheduler !== undefined) current.scheduler = scheduler
     const idle = Effect.gen(function* () {

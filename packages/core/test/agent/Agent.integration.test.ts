@@ -9,6 +9,7 @@ import * as Pods from "../../src/object/Pods.js"
 import * as MemoryRuntime from "../../src/runtime/MemoryRuntime.js"
 import * as Runtime from "../../src/runtime/Runtime.js"
 import * as TestCluster from "../../src/testing/TestCluster.js"
+import { ApiClient } from "../../src/client/ApiClient.js"
 
 type Json = Record<string, any>
 
@@ -57,7 +58,6 @@ const world = (behavior: (spec: Runtime.ContainerSpec) => MemoryRuntime.Behavior
     const startAgent = Effect.gen(function* () {
       const scope = yield* Scope.make()
       const agent = yield* Agent.make({
-        client: cluster.client,
         facts,
         dataDir: "/var/lib/fleet",
         relistMs: 50,
@@ -67,6 +67,7 @@ const world = (behavior: (spec: Runtime.ContainerSpec) => MemoryRuntime.Behavior
         objectTtlMs: 0,
         runtimeName: "memory"
       }).pipe(
+        Effect.provideService(ApiClient, cluster.client),
         Effect.provideService(Runtime.Runtime, runtime),
         Effect.provideService(Prober.Prober, prober.service),
         Effect.provideService(VolumeWriter.VolumeWriter, writer.service),

@@ -15,6 +15,7 @@ import * as Pods from "../../src/object/Pods.js"
 import * as MemoryRuntime from "../../src/runtime/MemoryRuntime.js"
 import * as Runtime from "../../src/runtime/Runtime.js"
 import * as TestCluster from "../../src/testing/TestCluster.js"
+import { ApiClient } from "../../src/client/ApiClient.js"
 
 type Json = Record<string, any>
 
@@ -47,7 +48,6 @@ const run = (limits: Runtime.Capabilities["limits"], allowUnenforcedLimits: bool
     const cluster = yield* TestCluster.make({ nodes: [] })
     const { runtime } = yield* MemoryRuntime.make({ info: { ...MemoryRuntime.defaultInfo, capabilities: { ...MemoryRuntime.defaultInfo.capabilities, limits } } })
     const agent = yield* Agent.make({
-      client: cluster.client,
       facts,
       dataDir: "/var/lib/fleet",
       relistMs: 50,
@@ -58,6 +58,7 @@ const run = (limits: Runtime.Capabilities["limits"], allowUnenforcedLimits: bool
       eventDelayMs: 0,
       allowUnenforcedLimits
     }).pipe(
+      Effect.provideService(ApiClient, cluster.client),
       Effect.provideService(Runtime.Runtime, runtime),
       Effect.provideService(Prober.Prober, Prober.makeMemory().service),
       Effect.provideService(VolumeWriter.VolumeWriter, VolumeWriter.makeMemory().service),

@@ -16,6 +16,7 @@ import * as Pods from "../../src/object/Pods.js"
 import * as MemoryRuntime from "../../src/runtime/MemoryRuntime.js"
 import * as Runtime from "../../src/runtime/Runtime.js"
 import * as TestCluster from "../../src/testing/TestCluster.js"
+import { ApiClient } from "../../src/client/ApiClient.js"
 
 type Json = Record<string, any>
 
@@ -53,7 +54,6 @@ const world = (networkPolicy: boolean, strict = false) =>
     const cluster = yield* TestCluster.make({ nodes: [], scheduler: false })
     const { runtime, control } = yield* MemoryRuntime.make({ info: { ...MemoryRuntime.defaultInfo, capabilities: { ...MemoryRuntime.defaultInfo.capabilities, networkPolicy } } })
     const agent = yield* Agent.make({
-      client: cluster.client,
       facts,
       dataDir: "/var/lib/fleet",
       relistMs: 50,
@@ -63,6 +63,7 @@ const world = (networkPolicy: boolean, strict = false) =>
       runtimeName: "memory",
       networkPolicyStrict: strict
     }).pipe(
+      Effect.provideService(ApiClient, cluster.client),
       Effect.provideService(Runtime.Runtime, runtime),
       Effect.provideService(Prober.Prober, Prober.makeMemory().service),
       Effect.provideService(VolumeWriter.VolumeWriter, VolumeWriter.makeMemory().service),

@@ -6,6 +6,7 @@ import * as Informer from "../../src/informer/Informer.js"
 import * as ApiError from "../../src/api/ApiError.js"
 import { makeMemory, Store } from "../../src/store/Store.js"
 import * as TestCluster from "../../src/testing/TestCluster.js"
+import { ApiClient } from "../../src/client/ApiClient.js"
 
 const CmRef = { apiVersion: "v1", kind: "ConfigMap" } as const
 
@@ -104,7 +105,6 @@ describe("Controller runner", () => {
           const seen: Record<string, Array<string>> = { a: [], b: [] }
           const manager = (id: "a" | "b") =>
             ControllerManager.run({
-              client: c.client,
               reconcilers: [
                 {
                   name: `record-${id}`,
@@ -116,7 +116,7 @@ describe("Controller runner", () => {
               onTerm: (running) => {
                 if (running !== undefined) leaders.push(id)
               }
-            }).pipe(Effect.provideService(Store, electionStore))
+            }).pipe(Effect.provideService(ApiClient, c.client), Effect.provideService(Store, electionStore))
           const a = yield* Effect.fork(manager("a"))
           yield* c.eventually(Effect.suspend(() => (leaders.length === 1 ? Effect.void : Effect.fail(new Error("no leader")))))
           const b = yield* Effect.fork(manager("b"))

@@ -8,6 +8,7 @@ import * as Exposition from "../../src/observability/Exposition.js"
 import * as MetricRegistry from "../../src/observability/MetricRegistry.js"
 import * as TestCluster from "../../src/testing/TestCluster.js"
 import * as Store from "../../src/store/Store.js"
+import { ApiClient } from "../../src/client/ApiClient.js"
 
 const replicaSet = {
   apiVersion: "apps/v1",
@@ -58,7 +59,8 @@ describe("control-plane metrics", () => {
       Effect.gen(function* () {
         const cluster = yield* TestCluster.make({ nodes: 0, scheduler: false })
         const manager = yield* Effect.fork(
-          ControllerManager.run({ client: cluster.client, reconcilers: [ReplicaSet.reconciler()], component: "fleet-controller-manager" }).pipe(
+          ControllerManager.run({ reconcilers: [ReplicaSet.reconciler()], component: "fleet-controller-manager" }).pipe(
+            Effect.provideService(ApiClient, cluster.client),
             Effect.provideService(Store.Store, Store.makeMemory())
           )
         )

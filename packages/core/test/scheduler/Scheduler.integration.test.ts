@@ -19,6 +19,7 @@ import { type BindPlugin, type Handle, status } from "../../src/scheduler/Framew
 import * as Plugins from "../../src/scheduler/plugins/index.js"
 import * as Scheduler from "../../src/scheduler/Scheduler.js"
 import * as TestCluster from "../../src/testing/TestCluster.js"
+import { ApiClient } from "../../src/client/ApiClient.js"
 
 type Json = Record<string, any>
 
@@ -429,12 +430,11 @@ describe("Scheduler through the test cluster", () => {
         })
         const scheduler = yield* Effect.orDie(
           Scheduler.start({
-            client: cluster.client,
             informers: cluster.informers,
             registry: { ...Plugins.registry, FlakyBinder: (_args, handle) => flaky(handle) },
             profiles: [{ schedulerName: "default-scheduler", plugins: { bind: { enabled: [{ name: "FlakyBinder" }], disabled: [{ name: "*" }] } } }],
             queue: { initialBackoffMs: 50, maxBackoffMs: 200 }
-          })
+          }).pipe(Effect.provideService(ApiClient, cluster.client))
         )
         // The pod takes the whole node: had a lost binding stayed assumed, the retry would not fit.
         yield* cluster.client.create(pod("whole", "1"))

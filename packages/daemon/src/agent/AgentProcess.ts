@@ -9,7 +9,7 @@
  *   box socket ─▶ KboxClient (or the box's runtime itself, in dev) ─▶ runtime info ─▶ HostFacts.detect (capacity − reserved)
  *     ─▶ Agent.make (+ NetProber, FsVolumeWriter, NetHostPortAllocator)
  */
-import { Agent, Client, Runtime } from "@koder/fleet-core"
+import { Agent, ApiClient, Client, Runtime } from "@koder/fleet-core"
 import { KboxClient } from "@koder/fleet-kbox-client"
 import { Effect, Schedule, type Scope } from "effect"
 import { AgentStartError } from "../DaemonError.js"
@@ -148,7 +148,6 @@ export const run = (options: Options): Effect.Effect<Running, AgentStartError, S
     })
     const memoryDir = MemoryDir.forAgent(options.dataDir)
     const agent = yield* Agent.make({
-      client,
       facts,
       dataDir: options.dataDir,
       // Secrets and tokens in memory (tmpfs), never on the disk.
@@ -161,6 +160,7 @@ export const run = (options: Options): Effect.Effect<Running, AgentStartError, S
       defaultEnv: { PATH: process.env["PATH"] ?? Agent.defaultPath, ...(options.clusterDns === undefined ? {} : { FLEET_DNS: options.clusterDns }) },
       runtimeName: info.name
     }).pipe(
+      Effect.provideService(ApiClient.ApiClient, client),
       Effect.provideService(Runtime.Runtime, runtime),
       Effect.provide(NetProber.layer),
       Effect.provide(FsVolumeWriter.layer),

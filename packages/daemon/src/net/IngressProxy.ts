@@ -29,7 +29,7 @@
  * informers), IngressCertificates (TLS by SNI), IngressUpstreams (endpoint order, retries),
  * IngressRequest (target, headers), IngressForward (one plain request), IngressTunnel (upgrades).
  */
-import { type Client, Controller, Informer, type IngressRoutes } from "@koder/fleet-core"
+import { ApiClient, type Client, Controller, Informer, type IngressRoutes } from "@koder/fleet-core"
 import { Effect, type Scope } from "effect"
 import { createServer as createHttpServer, type Server } from "node:http"
 import { createServer as createHttpsServer } from "node:https"
@@ -176,7 +176,9 @@ export const make = (options: Options): Effect.Effect<IngressProxy, ListenError,
     const bound = [http, https].filter((b) => b !== undefined)
     if (bound.length > 0) {
       const address = { ip: options.advertise ?? advertisedAddress(bound[0]!.host), ports: bound.map((b) => b.port) }
-      yield* Controller.start({ client, informers, reconcilers: [IngressStatus.reconciler(address, routes.hostPolicy)], component: "fleet-ingress" })
+      yield* Controller.start({ informers, reconcilers: [IngressStatus.reconciler(address, routes.hostPolicy)], component: "fleet-ingress" }).pipe(
+        Effect.provideService(ApiClient.ApiClient, client)
+      )
     }
     return { http, https, table }
   })
