@@ -68,21 +68,6 @@ const coreLayerPolicies = coreLayers.flatMap((rank, i) =>
   }))
 )
 
-// shrinking under issue 30: remove as each file is split
-const oversizedTemporarily = [
-  "packages/core/src/client/Client.ts",
-  "packages/core/src/controllers/GarbageCollector.ts",
-  "packages/core/src/controllers/Job.ts",
-  "packages/core/src/runtime/MemoryRuntime.ts",
-  "packages/core/src/store/internal/memoryStore.ts",
-  "packages/core/src/testing/SimulatedKubelet.ts",
-  "packages/core/src/testing/StoreContract.ts",
-  "packages/daemon/src/HttpServer.ts",
-  "packages/daemon/src/net/IngressProxy.ts",
-  "packages/store-pg/src/internal/groupCommit.ts",
-  "packages/store-sqlite/src/SqliteStore.ts"
-]
-
 export default tseslint.config(
   { ignores: ["**/dist/**", "**/node_modules/**", "**/.turbo/**", "**/coverage/**"] },
   js.configs.recommended,
@@ -127,11 +112,6 @@ export default tseslint.config(
       "max-lines": ["error", { max: 800, skipBlankLines: false, skipComments: false }],
       "max-lines-per-function": ["error", { max: 200, skipBlankLines: false, skipComments: false, IIFEs: true }]
     }
-  },
-  {
-    // shrinking under issue 30: remove as each file is split
-    files: oversizedTemporarily,
-    rules: { "max-lines": "off", "max-lines-per-function": "off" }
   },
   {
     // Tests read arbitrary JSON responses; typing every body would only restate the assertions.
