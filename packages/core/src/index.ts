@@ -24,6 +24,7 @@ export * as LabelSelector from "./model/LabelSelector.js"
 export * as Lease from "./model/Lease.js"
 export * as Meta from "./model/Meta.js"
 export * as Metrics from "./model/Metrics.js"
+export * as ModelError from "./model/ModelError.js"
 export * as Namespace from "./model/Namespace.js"
 export * as Networking from "./model/Networking.js"
 export * as NetworkPolicy from "./model/NetworkPolicy.js"
@@ -75,6 +76,7 @@ export * as ApiClient from "./client/ApiClient.js"
 export * as Warnings from "./client/Warnings.js"
 export * as InProcess from "./client/InProcess.js"
 export * as Drain from "./client/Drain.js"
+export * as ClientError from "./client/ClientError.js"
 export * as Binding from "./api/Binding.js"
 export * as Eviction from "./policy/Eviction.js"
 export * as FairQueue from "./api/FairQueue.js"
@@ -105,6 +107,7 @@ export * as Transformer from "./api/Transformer.js"
 
 // Admission plugins
 export * as AdmissionPlugins from "./admission/index.js"
+export * as AdmissionError from "./admission/AdmissionError.js"
 
 // Objects: the JSON every layer shares, metadata, conditions, pod rules and resource references
 export * as Conditions from "./object/Conditions.js"
@@ -122,6 +125,7 @@ export * as WorkQueue from "./informer/WorkQueue.js"
 // Controllers (DESIGN §6)
 export * as AlertRuleController from "./controllers/AlertRuleController.js"
 export * as Controller from "./controllers/Controller.js"
+export * as ControllerError from "./controllers/ControllerError.js"
 export * as ControllerManager from "./controllers/ControllerManager.js"
 export * as Controllers from "./controllers/index.js"
 export * as Notifier from "./controllers/Notifier.js"
@@ -140,6 +144,7 @@ export * as Scheduler from "./scheduler/Scheduler.js"
 // Runtime (DESIGN §8)
 export * as MemoryRuntime from "./runtime/MemoryRuntime.js"
 export * as Runtime from "./runtime/Runtime.js"
+export * as RuntimeError from "./runtime/RuntimeError.js"
 
 // Node agent (DESIGN §8)
 export * as Agent from "./agent/Agent.js"

@@ -17,7 +17,7 @@
  *
  *   request ─▶ matching webhooks ─▶ AdmissionReview ─▶ Call ─▶ response ─▶ allow | patch | deny | failurePolicy
  */
-import { Data, Duration, Effect, Either, Option, Schema, Stream, type Scope } from "effect"
+import { Duration, Effect, Either, Option, Schema, Stream, type Scope } from "effect"
 import type * as Admission from "../api/Admission.js"
 import * as ApiError from "../api/ApiError.js"
 import * as FlowControl from "../api/FlowControl.js"
@@ -30,13 +30,11 @@ import { asArray, isJsonObject, type JsonObject } from "../object/Json.js"
 import { metadataOf } from "../object/Metadata.js"
 import * as Keys from "../store/Keys.js"
 import type { KeyValue, StoreService } from "../store/Store.js"
+import { WebhookCallError } from "./AdmissionError.js"
 import { getObject, labels, parse } from "./internal/json.js"
 
-/** A webhook could not be called: unreachable, TLS failure, non-2xx answer. */
-export class WebhookCallError extends Data.TaggedError("WebhookCallError")<{
-  /** What went wrong, e.g. `Post "https://…": connect ECONNREFUSED 127.0.0.1:9`. */
-  readonly reason: string
-}> {}
+// Defined in the admission layer's error module; re-exported so `Webhooks.WebhookCallError` stays.
+export { WebhookCallError }
 
 /** What a webhook endpoint answered. */
 export interface CallResponse {

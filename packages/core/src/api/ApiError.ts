@@ -1,7 +1,9 @@
 /**
- * The one failure of the API pipeline: a Kubernetes `Status` ready to send. Every stage (routing,
- * authentication, decoding, registry, store) maps its own errors to one of these at its edge, so
- * the HTTP layer only ever writes `status.code` and the Status body.
+ * The API layer's failures, as tagged errors. `ApiError` is the one failure that leaves the
+ * pipeline: a Kubernetes `Status` ready to send. Every stage (routing, authentication, decoding,
+ * registry, store) maps its own errors to one of these at its edge, so the HTTP layer only ever
+ * writes `status.code` and the Status body; the stages' own failures that need a type of their
+ * own (`PatchError`, which `toApiError` maps; `InvalidKey`, a startup failure) are defined below.
  */
 import { Data } from "effect"
 import * as Status from "../model/Status.js"
@@ -56,3 +58,58 @@ export const fromStore = (error: StoreError, subject: Subject): ApiError => {
       return of(Status.serviceUnavailable(`the storage backend is unavailable: ${error.reason}`), { "Retry-After": "1" })
   }
 }
+
+/** Which Status a patch failure becomes. */
+export type PatchErrorReason = "BadRequest" | "Invalid" | "UnsupportedMediaType" | "RequestEntityTooLarge"
+
+// The message kube-apiserver sends (as a generic 422) for a patch it could not apply.
+const invalidMessage = "the server rejected our request due to an error in our request"
+
+/**
+ * A PATCH body could not be applied; `detail` says what was wrong. The Status kube-apiserver
+ * sends for it: a body that is not a patch document is 400, a well-formed patch that cannot be
+ * applied to this object is 422, an unknown or unsupported media type is 415, and too many JSON
+ * Patch operations is 413.
+ */
+export class PatchError extends Data.TaggedError("PatchError")<{
+  readonly reason: PatchErrorReason
+  /** What was wrong, e.g. `testing value /spec/replicas failed: test failed`. */
+  readonly detail: string
+  /** For 415: the media types the server would accept instead. */
+  readonly accepted?: ReadonlyArray<string>
+}> {
+  override get message() {
+    return this.detail
+  }
+
+  /** The `ApiError` (Status) kube-apiserver answers this failure with. */
+  toApiError(): ApiError {
+    switch (this.reason) {
+      case "BadRequest":
+        return of(Status.badRequest(this.detail))
+      case "Invalid":
+        return of(invalidStatus(this.detail))
+      case "UnsupportedMediaType":
+        return of(Status.unsupportedMediaType(this.accepted ?? []))
+      case "RequestEntityTooLarge":
+        return of(Status.requestEntityTooLarge(this.detail))
+    }
+  }
+}
+
+// kube-apiserver answers an unappliable patch with NewGenericServerResponse(422, ...), whose message
+// is fixed and whose details are empty; we keep that wording and add the detail as a cause so a
+// client (or a human reading the body) can still see which operation failed.
+const invalidStatus = (detail: string): Status.Status => ({
+  kind: "Status",
+  apiVersion: "v1",
+  metadata: {},
+  status: "Failure",
+  message: invalidMessage,
+  reason: "Invalid",
+  details: { causes: [{ message: detail }] },
+  code: 422
+})
+
+/** A ServiceAccount token signing key could not be read or made. */
+export class InvalidKey extends Data.TaggedError("InvalidKey")<{ readonly message: string }> {}

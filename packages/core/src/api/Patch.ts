@@ -14,17 +14,19 @@
 import { Either, Option } from "effect"
 import * as Kinds from "../model/Kinds.js"
 import type * as ApiError from "./ApiError.js"
+import type { PatchError } from "./ApiError.js"
 import { applyJsonPatch } from "./internal/patchJson.js"
 import { applyMergePatch } from "./internal/patchMerge.js"
 import { builtInMergeKeys as builtIn, objectMetaMergeKeys } from "./internal/patchMergeKeys.js"
-import { malformed, notApplicable, type PatchError, tooLarge, unsupported } from "./internal/patchError.js"
+import { malformed, notApplicable, tooLarge, unsupported } from "./internal/patchError.js"
 import { applyStrategicMergePatch, byValue as byValueKey, type MergeKeys as Keys } from "./internal/patchStrategic.js"
 import { depthAtMost, getOwn, isObject, jsonSizeAtMost, maxDepth } from "./internal/patchValue.js"
 import { maxBodyDepth, maxObjectBytes } from "./Body.js"
 
-export { PatchError } from "./internal/patchError.js"
+// Defined in the API layer's error module; re-exported so `Patch.PatchError` stays.
+export { PatchError } from "./ApiError.js"
 export { maxCopyBytes, maxOperations } from "./internal/patchJson.js"
-export type { PatchErrorReason } from "./internal/patchError.js"
+export type { PatchErrorReason } from "./ApiError.js"
 
 /** The patch formats, named as `kubectl patch --type` names them. */
 export type PatchType = "json" | "merge" | "strategic"

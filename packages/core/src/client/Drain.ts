@@ -12,8 +12,9 @@
  * without needing `--force` / `--delete-emptydir-data` (the brief of this client); the deadline
  * covers the whole drain, as kubectl's `--timeout`.
  */
-import { Clock, Data, Duration, Effect } from "effect"
+import { Clock, Duration, Effect } from "effect"
 import type * as ApiError from "../api/ApiError.js"
+import { DrainTimeout } from "./ClientError.js"
 import type * as Client from "./Client.js"
 import { type JsonObject, asObject } from "../object/Json.js"
 import { metadataOf } from "../object/Metadata.js"
@@ -25,8 +26,8 @@ import * as ResourceRefs from "../object/ResourceRefs.js"
 export const mirrorAnnotation = "kubernetes.io/config.mirror"
 
 
-/** The drain did not finish before its deadline. */
-export class DrainTimeout extends Data.TaggedError("DrainTimeout")<{ readonly message: string; readonly remaining: ReadonlyArray<string> }> {}
+// Defined in the client layer's error module; re-exported so `Drain.DrainTimeout` stays.
+export { DrainTimeout }
 
 /** How to drain. */
 export interface Options {

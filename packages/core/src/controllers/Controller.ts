@@ -16,7 +16,7 @@
  * show those writes before the key is done: each reconcile decides on a view that includes its
  * own past actions.
  */
-import { Data, Effect, Fiber, type Scope } from "effect"
+import { Effect, Fiber, type Scope } from "effect"
 import type * as ApiError from "../api/ApiError.js"
 import type * as Client from "../client/Client.js"
 import { ApiClient } from "../client/ApiClient.js"
@@ -27,6 +27,7 @@ import * as Informer from "../informer/Informer.js"
 import * as WorkQueue from "../informer/WorkQueue.js"
 import { asObject } from "../object/Json.js"
 import { controllerRefOf, isTerminating, metadataOf, namespaceOrUndefined } from "../object/Metadata.js"
+import { TerminalError } from "./ControllerError.js"
 
 /** What a reconcile answers: nothing, or when to look again even if nothing changes. */
 export interface Result {
@@ -34,8 +35,8 @@ export interface Result {
   readonly requeueAfterMs?: number
 }
 
-/** A failure that retrying cannot mend (bad spec); logged, not retried until the next change. */
-export class TerminalError extends Data.TaggedError("TerminalError")<{ readonly message: string }> {}
+// Defined in the controllers layer's error module; re-exported so `Controller.TerminalError` stays.
+export { TerminalError }
 
 /** Why a reconcile failed: an API error (retried with backoff), or a terminal error. */
 export type ReconcileError = ApiError.ApiError | TerminalError

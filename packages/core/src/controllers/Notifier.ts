@@ -10,7 +10,8 @@
  * URL without its query string and never contain header values or the response body (a rule's
  * author must not read internal services through the controller's network position).
  */
-import { Context, Data, Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
+import { DeliveryError } from "./ControllerError.js"
 
 /** One notification, ready to send. */
 export interface Notification {
@@ -22,11 +23,8 @@ export interface Notification {
   readonly timeoutMs: number
 }
 
-/** A notification was not accepted: unreachable, timed out, or a non-2xx answer. */
-export class DeliveryError extends Data.TaggedError("DeliveryError")<{
-  /** What went wrong, e.g. `POST http://notify.local/v1/alerts: HTTP 503 Service Unavailable`. */
-  readonly reason: string
-}> {}
+// Defined in the controllers layer's error module; re-exported so `Notifier.DeliveryError` stays.
+export { DeliveryError }
 
 /** Delivers notifications. */
 export interface NotifierService {

@@ -3,9 +3,10 @@
  * validation, a compiled matcher for hot loops (controllers and the scheduler match thousands
  * of objects per pass), and the string form used in `?labelSelector=` (`a=b,c!=d,e in (x,y)`).
  */
-import { Data, Either, Schema } from "effect"
+import { Either, Schema } from "effect"
 import * as FieldError from "./FieldError.js"
 import { optional, StringMap } from "./internal/fields.js"
+import { LabelSelectorParseError } from "./ModelError.js"
 import * as Validation from "./Validation.js"
 
 /** The set-based operators of a selector requirement. */
@@ -173,16 +174,8 @@ export const matches = (selector: LabelSelector | undefined, labels: Readonly<Re
   return m(labels)
 }
 
-/** A `?labelSelector=` string that could not be parsed; `position` is the 0-based offset. */
-export class LabelSelectorParseError extends Data.TaggedError("LabelSelectorParseError")<{
-  readonly input: string
-  readonly position: number
-  readonly reason: string
-}> {
-  override get message() {
-    return `unable to parse requirement: ${this.reason} at position ${this.position} in ${JSON.stringify(this.input)}`
-  }
-}
+// Defined in the model layer's error module; re-exported so `LabelSelector.LabelSelectorParseError` stays.
+export { LabelSelectorParseError }
 
 type TokenKind = "ident" | "in" | "notin" | "=" | "==" | "!=" | "!" | "(" | ")" | "," | "end"
 interface Token {

@@ -6,8 +6,12 @@
  * quantity up to nano precision, so this is exact for every value Kubernetes can represent:
  * decimal fractions times any SI or binary suffix from `n` to `Ei` are whole numbers of nanos.
  */
-import { Data, Either, ParseResult, Schema } from "effect"
+import { Either, ParseResult, Schema } from "effect"
 import { stringMap } from "./internal/fields.js"
+import { QuantityParseError } from "./ModelError.js"
+
+// Defined in the model layer's error module; re-exported so `Quantity.QuantityParseError` stays.
+export { QuantityParseError }
 
 /** How a quantity was written, which decides how `format` writes it back. */
 export type Format = "DecimalSI" | "BinarySI" | "DecimalExponent"
@@ -16,16 +20,6 @@ export type Format = "DecimalSI" | "BinarySI" | "DecimalExponent"
 export interface Quantity {
   readonly nanos: bigint
   readonly format: Format
-}
-
-/** A string that is not a valid quantity; `message` names the input and the reason. */
-export class QuantityParseError extends Data.TaggedError("QuantityParseError")<{
-  readonly input: string
-  readonly reason: string
-}> {
-  override get message() {
-    return `invalid quantity ${JSON.stringify(this.input)}: ${this.reason}`
-  }
 }
 
 const decimalSuffixes: Readonly<Record<string, number>> = {

@@ -10,7 +10,7 @@
  *   TokenRequest ─▶ SA exists? ─▶ bound pod exists (uid, account, node)? ─▶ sign {iss, sub, aud, exp, kubernetes.io} ─▶ status.token
  *   Bearer JWT ─▶ iss ours? ─▶ verify (key, iss, aud, exp, nbf) ─▶ SA uid unchanged? ─▶ bound pod still there? ─▶ user
  */
-import { Clock, Data, Effect, Either, Option } from "effect"
+import { Clock, Effect, Either, Option } from "effect"
 import * as jose from "jose"
 import * as FieldError from "../../model/FieldError.js"
 import * as Status from "../../model/Status.js"
@@ -18,6 +18,7 @@ import { asObject } from "../../object/Json.js"
 import * as Keys from "../../store/Keys.js"
 import type { StoreService } from "../../store/Store.js"
 import * as ApiError from "../ApiError.js"
+import { InvalidKey } from "../ApiError.js"
 import type { SubresourceHandler } from "../ApiServer.js"
 import type { Authenticator } from "../Authn.js"
 import { bearer } from "../Authn.js"
@@ -38,8 +39,8 @@ export const defaultExpirationSeconds = 3600
 /** The longest lifetime a token gets; longer requests are cut to this. */
 export const defaultMaxExpirationSeconds = 48 * 3600
 
-/** A signing key could not be read or made. */
-export class InvalidKey extends Data.TaggedError("InvalidKey")<{ readonly message: string }> {}
+// Defined in the API layer's error module; re-exported so `ServiceAccountTokens.InvalidKey` stays.
+export { InvalidKey }
 
 /** The server's signing key pair. */
 export interface SigningKey {
