@@ -1,6 +1,6 @@
 /**
- * The API's TLS listener: a plain `node:https` server (measured faster than a framework on the
- * hot path) with the first-request and keep-alive timeouts, the ConnectionGuard, a socket write
+ * The API's TLS listener: a plain `node:https` server (a quarter of @effect/platform's HttpServer
+ * CPU per request on a trivial handler: docs/performance.md) with the first-request and keep-alive timeouts, the ConnectionGuard, a socket write
  * buffer larger than any response, and bad requests answered 400.
  */
 import { Duration, Effect } from "effect"
