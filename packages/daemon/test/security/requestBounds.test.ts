@@ -107,7 +107,11 @@ describe("request content bounds over HTTPS", () => {
     const replicas = (got.json()["spec"] as Record<string, unknown>)["replicas"]
     expect(replicas).toBe(1)
     // Other updates still work: the stored object is one the API accepts back.
-    expect((await send("PUT", path, got.json())).status).toBe(200)
+    // The deployment controller may write the status between the GET and the PUT (409, as for any
+    // stale resourceVersion): read again and retry, as a client's RetryOnConflict does.
+    let put = await send("PUT", path, got.json())
+    for (let i = 0; put.status === 409 && i < 5; i++) put = await send("PUT", path, (await send("GET", path)).json())
+    expect(put.status).toBe(200)
     const merged = await send("PATCH", path, { spec: { replicas: 3 } }, "application/merge-patch+json")
     expect(merged.status).toBe(200)
     expect((merged.json()["spec"] as Record<string, unknown>)["replicas"]).toBe(3)
