@@ -145,6 +145,7 @@ export * as Scheduler from "./scheduler/Scheduler.js"
 export * as MemoryRuntime from "./runtime/MemoryRuntime.js"
 export * as Runtime from "./runtime/Runtime.js"
 export * as RuntimeError from "./runtime/RuntimeError.js"
+export * as StreamSession from "./runtime/StreamSession.js"
 
 // Node agent (DESIGN §8)
 export * as Agent from "./agent/Agent.js"

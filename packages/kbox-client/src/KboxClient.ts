@@ -156,6 +156,8 @@ export const makeWith = (pool: Pool, options: Options): Runtime.RuntimeService =
         ReadonlyArray<Runtime.Process>,
         Runtime.NotFound | Runtime.Unavailable
       >,
+    execStream: () => Effect.fail(new Runtime.Unsupported({ message: "streaming exec over the kbox socket is being built" })),
+    attach: () => Effect.fail(new Runtime.Unsupported({ message: "attach over the kbox socket is being built" })),
     applyNetworkPolicy: (id, rules) =>
       decoded(Runtime.NetworkPolicyApplied, "POST", `/containers/${enc(id)}/network-policy`, rules) as Effect.Effect<
         Runtime.NetworkPolicyApplied,

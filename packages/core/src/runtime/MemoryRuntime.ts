@@ -48,6 +48,8 @@ export interface Call {
     | "container.stop"
     | "container.signal"
     | "container.exec"
+    | "container.execStream"
+    | "container.attach"
     | "container.remove"
     | "container.networkPolicy"
   readonly id: string

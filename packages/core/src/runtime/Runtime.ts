@@ -24,6 +24,7 @@
  */
 import { Context, type Effect, Schema, type Stream } from "effect"
 import type { AlreadyExists, Invalid, NotFound, Unavailable, Unsupported } from "./RuntimeError.js"
+import type * as StreamSession from "./StreamSession.js"
 
 const opt = <S extends Schema.Schema.All>(schema: S) => Schema.optionalWith(schema, { exact: true })
 const StringMap = Schema.Record({ key: Schema.String, value: Schema.String })
@@ -497,6 +498,14 @@ export interface Containers {
   readonly signal: (id: string, signal: string) => Effect.Effect<void, NotFound | Invalid | Unavailable>
   /** Run a command in the running container's context (env, cwd, user, namespaces, cgroup). */
   readonly exec: (id: string, request: ExecRequest) => Effect.Effect<ExecResult, NotFound | Invalid | Unavailable>
+  /**
+   * Run a command in the running container's context with live streams (`kubectl exec -it`):
+   * frames both ways until it ends (see StreamSession). `Unsupported` where the runtime cannot
+   * stream (a TTY on a driver without pseudo-terminals).
+   */
+  readonly execStream: (id: string, request: StreamSession.ExecStreamRequest) => Effect.Effect<StreamSession.StreamSession, NotFound | Invalid | Unavailable | Unsupported>
+  /** Attach to the running container's main process: its output from now on, and its stdin if it has one. */
+  readonly attach: (id: string, request: StreamSession.AttachRequest) => Effect.Effect<StreamSession.StreamSession, NotFound | Invalid | Unavailable | Unsupported>
   /** Remove a container, killing its whole process tree if it runs, and its logs. Idempotent. */
   readonly remove: (id: string) => Effect.Effect<void, Unavailable>
   readonly list: (filter?: ContainerFilter) => Effect.Effect<ReadonlyArray<Container>, Unavailable>

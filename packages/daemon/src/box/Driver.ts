@@ -3,7 +3,7 @@
  * the port's errors, and their adapter to core's Runtime service (`toRuntime`), the one place a
  * driver's calls become Effects.
  */
-import { Runtime } from "@koder/fleet-core"
+import { Runtime, type StreamSession } from "@koder/fleet-core"
 import { Effect, type Stream } from "effect"
 
 /** `kind id not found`. */
@@ -44,6 +44,10 @@ export interface Driver {
   stopContainer(id: string, gracePeriodMs: number): Promise<Runtime.Container>
   signalContainer(id: string, signal: string): Promise<void>
   execContainer(id: string, request: Runtime.ExecRequest): Promise<Runtime.ExecResult>
+  /** A streaming exec (see core's StreamSession). */
+  execSession(id: string, request: StreamSession.ExecStreamRequest): Promise<StreamSession.StreamSession>
+  /** Attach to the main process's output (and stdin, if it was created with one). */
+  attachSession(id: string, request: StreamSession.AttachRequest): Promise<StreamSession.StreamSession>
   removeContainer(id: string): Promise<void>
   inspectContainer(id: string): Promise<Runtime.Container>
   applyNetworkPolicy(id: string, rules: Runtime.NetworkPolicyRules): Promise<Runtime.NetworkPolicyApplied>
@@ -78,6 +82,8 @@ export const toRuntime = (d: Driver, images: Runtime.Images): Runtime.RuntimeSer
     stop: (id, { gracePeriodMs }) => call(() => d.stopContainer(id, gracePeriodMs).then((c) => c.status)),
     signal: (id, signal) => call(() => d.signalContainer(id, signal)),
     exec: (id, request) => call(() => d.execContainer(id, request)),
+    execStream: (id, request) => call(() => d.execSession(id, request)),
+    attach: (id, request) => call(() => d.attachSession(id, request)),
     remove: (id) => call(() => d.removeContainer(id)),
     list: (filter) => call(() => d.table.list(filter)),
     inspect: (id) => call(() => d.inspectContainer(id)),

@@ -13,7 +13,7 @@
  * held by a small holder process (pid 1 of the pod), and each container a cgroup with its
  * limits under the pod's. Unprivileged, containers are plain process sessions.
  */
-import { Runtime } from "@koder/fleet-core"
+import { Runtime, type StreamSession } from "@koder/fleet-core"
 import { Either } from "effect"
 import { spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
@@ -721,6 +721,14 @@ export class ProcessDriver implements Driver {
       else if (root) void Procfs.killUntilGone(() => Procfs.tree(root.pid))
     })
     return { exitCode: exitCodeOf(out.code, out.signal), stdout: out.stdout, stderr: out.stderr, timedOut: out.timedOut }
+  }
+
+  execSession(_id: string, _request: StreamSession.ExecStreamRequest): Promise<StreamSession.StreamSession> {
+    return Promise.reject(new Runtime.Unsupported({ message: "streaming exec is being built" }))
+  }
+
+  attachSession(_id: string, _request: StreamSession.AttachRequest): Promise<StreamSession.StreamSession> {
+    return Promise.reject(new Runtime.Unsupported({ message: "attach is being built" }))
   }
 
   async removeContainer(id: string): Promise<void> {

@@ -30,7 +30,7 @@
  * it the holder also owns a user namespace the containers join: a 65536-id host range per pod
  * (UserNamespace.ts), the rootfs a copy owned by that range (docs/box.md, "runc pods").
  */
-import { Runtime } from "@koder/fleet-core"
+import { Runtime, type StreamSession } from "@koder/fleet-core"
 import { Either } from "effect"
 import { spawn, spawnSync } from "node:child_process"
 import { createHash, randomBytes } from "node:crypto"
@@ -607,6 +607,14 @@ export class RuncDriver implements Driver {
     } finally {
       for (const f of Object.values(files)) void rm(f, { force: true }).catch(() => undefined)
     }
+  }
+
+  execSession(_id: string, _request: StreamSession.ExecStreamRequest): Promise<StreamSession.StreamSession> {
+    return Promise.reject(new Runtime.Unsupported({ message: "streaming exec is being built" }))
+  }
+
+  attachSession(_id: string, _request: StreamSession.AttachRequest): Promise<StreamSession.StreamSession> {
+    return Promise.reject(new Runtime.Unsupported({ message: "attach is being built" }))
   }
 
   async removeContainer(id: string): Promise<void> {

@@ -10,6 +10,7 @@ import { logs } from "./memoryLogs.js"
 import * as Process from "./memoryProcess.js"
 import { signalName } from "./memorySignals.js"
 import { processes, stats } from "./memoryStats.js"
+import { attach, execStream } from "./memoryStreams.js"
 
 /** The existing container with this spec's (sandbox, name, attempt), if any. */
 const sameAttempt = (node: Node, spec: Runtime.ContainerSpec): Runtime.Container | undefined => {
@@ -134,6 +135,8 @@ export const containers = (node: Node): Runtime.Containers => ({
   stop: (id, { gracePeriodMs }) => stop(node, id, gracePeriodMs),
   signal: (id, name) => signal(node, id, name),
   exec: (id, request) => exec(node, id, request),
+  execStream: (id, request) => execStream(node, id, request),
+  attach: (id) => attach(node, id),
   remove: (id) => remove(node, id),
   list: (filter) =>
     Effect.sync(() =>
