@@ -324,13 +324,16 @@ export const watch = (q: Req, options: Query.ListOptions) =>
     const timeout = Duration.seconds(options.timeoutSeconds ?? 1800)
     // Every event is serialised once for all watchers (WatchCache.encodeLine), initial states too,
     // and goes out as its own element: no per-watcher copy of a batch, so 500 watchers of one
-    // namespace share one copy of it while the socket takes the bytes at its own pace.
-    const encode = sse ? WatchCache.encodeSse : WatchCache.encodeLine
+    // namespace share one copy of it while the socket takes the bytes at its own pace. A watch
+    // asking for Tables (`kubectl get -w`) renders its own lines.
+    const table = !sse && Table.wanted(q.request.headers["accept"]) ? Table.watchEncoder(q.resource, q.request.query.get("includeObject")) : undefined
+    const encode: (event: WatchCache.WatchCacheEvent, now: number) => Uint8Array = table ?? (sse ? WatchCache.encodeSse : WatchCache.encodeLine)
     const startsWithState = initial && options.sendInitialEvents !== false
     // Held until the watcher is registered, so its initial events are these very ones (already encoded).
     let held: ReadonlyArray<WatchCache.WatchCacheEvent> | undefined = startsWithState ? cache.initialEvents(filter) : undefined
     let initialBytes = 0
-    for (const e of held ?? []) initialBytes += encode(e).length
+    // What the initial events will cost, as plain events (a Table watch's own encoder keeps state).
+    for (const e of held ?? []) initialBytes += (sse ? WatchCache.encodeSse : WatchCache.encodeLine)(e).length
     // One fiber per watch pulls batches and pushes their bytes; the timeout races the whole watch
     // once (per-event stream combinators would fork a fiber per event and per watcher).
     const body = Stream.asyncScoped<Uint8Array>((emit) =>
@@ -345,7 +348,8 @@ export const watch = (q: Req, options: Query.ListOptions) =>
           for (;;) {
             const batch = yield* subscription.take
             if (batch === undefined) return
-            yield* Effect.promise(() => emit.chunk(Chunk.unsafeFromArray(batch.map(encode))))
+            const now = table === undefined ? 0 : yield* Clock.currentTimeMillis
+            yield* Effect.promise(() => emit.chunk(Chunk.unsafeFromArray(batch.map((e) => encode(e, now)))))
           }
         })
         yield* Effect.forkScoped(pump.pipe(Effect.timeout(timeout), Effect.ignore, Effect.ensuring(Effect.promise(() => emit.end()))))

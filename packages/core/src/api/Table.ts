@@ -2,6 +2,7 @@
  * `Accept: application/json;as=Table;g=meta.k8s.io;v=v1`: the server-side rendering that
  * `kubectl get` prints. Columns come from the resource (built-in strategies or a CRD's
  * additionalPrinterColumns); Name is always first; dates render as ages like `5m` or `3d`.
+ * Watches too (`kubectl get -w`): each event's object is a one-row Table.
  */
 import { meta } from "./Objects.js"
 import type { JsonObject, PrinterColumn, Resource } from "./Registry.js"
@@ -44,27 +45,33 @@ const cell = (column: PrinterColumn, o: JsonObject, now: number): unknown => {
   return v
 }
 
-/** Render objects as a meta.k8s.io/v1 Table. `includeObject`: None, Metadata (default) or Object. */
+const columnDefinitions = (resource: Resource) => [
+  { name: "Name", type: "string", format: "name", description: "Name must be unique within a namespace.", priority: 0 },
+  ...resource.printerColumns.map((c) => ({
+    name: c.name,
+    type: c.type === "date" ? "string" : c.type,
+    format: c.type === "date" ? "date" : "",
+    description: c.description ?? "",
+    priority: c.priority ?? 0
+  }))
+]
+
+/**
+ * Render objects as a meta.k8s.io/v1 Table. `includeObject`: None, Metadata (default) or Object.
+ * `headers: false` leaves the column definitions out (a watch's later events).
+ */
 export const render = (
   resource: Resource,
   objects: ReadonlyArray<JsonObject>,
   listMeta: Record<string, unknown>,
   now: number,
-  includeObject: string | null
+  includeObject: string | null,
+  headers = true
 ): JsonObject => ({
   kind: "Table",
   apiVersion: "meta.k8s.io/v1",
   metadata: listMeta,
-  columnDefinitions: [
-    { name: "Name", type: "string", format: "name", description: "Name must be unique within a namespace.", priority: 0 },
-    ...resource.printerColumns.map((c) => ({
-      name: c.name,
-      type: c.type === "date" ? "string" : c.type,
-      format: c.type === "date" ? "date" : "",
-      description: c.description ?? "",
-      priority: c.priority ?? 0
-    }))
-  ],
+  columnDefinitions: headers ? columnDefinitions(resource) : [],
   rows: objects.map((o) => ({
     cells: [meta(o)["name"] ?? "", ...resource.printerColumns.map((c) => cell(c, o, now))],
     object:
@@ -75,3 +82,29 @@ export const render = (
           : { kind: "PartialObjectMetadata", apiVersion: "meta.k8s.io/v1", metadata: meta(o) }
   }))
 })
+
+/** A watch event as the watch cache delivers it. */
+export interface WatchEvent {
+  readonly type: string
+  readonly object: object
+}
+
+const utf8 = new TextEncoder()
+
+/**
+ * The encoder of one watch asked for Tables, as kube-apiserver's watch with `as=Table`: each
+ * ADDED, MODIFIED and DELETED event carries its object as a one-row Table, and only the first
+ * such Table has the column definitions (kubectl prints the header once and lays later rows out
+ * with the columns it kept). BOOKMARK and ERROR events keep their objects. The state (headers sent)
+ * is this watch's: unlike plain events, these lines are not shared between watchers.
+ */
+export const watchEncoder = (resource: Resource, includeObject: string | null): ((event: WatchEvent, now: number) => Uint8Array) => {
+  let headers = true
+  return (event, now) => {
+    if (event.type === "BOOKMARK" || event.type === "ERROR") return utf8.encode(`${JSON.stringify(event)}\n`)
+    const object = event.object as JsonObject // a stored object of this resource (the watch cache holds nothing else)
+    const table = render(resource, [object], { resourceVersion: meta(object)["resourceVersion"] }, now, includeObject, headers)
+    headers = false
+    return utf8.encode(`${JSON.stringify({ type: event.type, object: table })}\n`)
+  }
+}
