@@ -6,9 +6,9 @@
  */
 import { spawn as spawnProcess, type ChildProcess, type StdioOptions } from "node:child_process"
 import { existsSync } from "node:fs"
-import { mkdir, mkdtemp, rm } from "node:fs/promises"
+import { mkdir, mkdtemp, rm, writeFile as writeText } from "node:fs/promises"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 import { eventually, start, type FleetProcess } from "../fixtures/FleetProcess.js"
 
 /** What one kubectl run printed and how it exited (-1: killed at its timeout). */
@@ -47,6 +47,8 @@ export interface KubectlCluster {
   readonly ok: (args: ReadonlyArray<string>, options?: KubectlOptions) => Promise<string>
   /** Start a long-running kubectl (port-forward, proxy, get -w, attach); killed by stop(). */
   readonly spawn: (args: ReadonlyArray<string>, options?: SpawnOptions) => ChildProcess
+  /** Write `text` to `name` (a relative path, folders made) under the cluster's scratch folder; returns its absolute path. */
+  readonly writeFile: (name: string, text: string) => Promise<string>
   /** Kill spawned kubectls, SIGTERM the dev process, remove the data dir. */
   readonly stop: () => Promise<void>
 }
@@ -76,6 +78,42 @@ export const pollKubectl = async (
     )
   } catch (e) {
     throw new Error(`${(e as Error).message}; last run: ${describeResult(last)}`)
+  }
+}
+
+// What each spawned kubectl printed since it started (filled by `spawn`).
+const printed = new WeakMap<ChildProcess, { stdout: string; stderr: string }>()
+
+/** Everything a kubectl started by `spawn` has printed so far. */
+export const output = (child: ChildProcess): { readonly stdout: string; readonly stderr: string } => printed.get(child) ?? { stdout: "", stderr: "" }
+
+/**
+ * Wait until what a kubectl started by `spawn` printed since it started (stdout, or stderr with
+ * `stream`) matches `pattern`; resolves with the match. Fails, naming its output, when the
+ * process exits first or `ms` pass.
+ */
+export const waitForOutput = async (child: ChildProcess, pattern: RegExp, ms = 20_000, stream: "stdout" | "stderr" = "stdout"): Promise<RegExpExecArray> => {
+  let exited: string | undefined
+  // "close": its output streams are drained too, so nothing it printed is missed.
+  const onExit = (code: number | null, signal: string | null) => (exited = String(code ?? signal))
+  child.once("close", onExit)
+  if (child.exitCode !== null || child.signalCode !== null) exited = String(child.exitCode ?? child.signalCode)
+  try {
+    return await eventually(
+      () => {
+        const m = pattern.exec(output(child)[stream])
+        if (m !== null) return m
+        if (exited !== undefined) throw new Error(`kubectl exited (${exited}) before printing ${pattern}`)
+        return undefined
+      },
+      ms,
+      `kubectl to print ${pattern}`
+    )
+  } catch (e) {
+    const o = output(child)
+    throw new Error(`${(e as Error).message}; stdout:\n${o.stdout}\nstderr:\n${o.stderr}`)
+  } finally {
+    child.off("close", onExit)
   }
 }
 
@@ -148,8 +186,20 @@ export const startDev = async (extraArgs: ReadonlyArray<string> = []): Promise<K
   const spawn = (args: ReadonlyArray<string>, options: SpawnOptions = {}) => {
     const child = spawnProcess(kubectlPath, ["--kubeconfig", kubeconfig, ...args], { env: environment(options.env), cwd: home, stdio: options.stdio ?? ["ignore", "pipe", "pipe"] })
     spawned.add(child)
+    const record = { stdout: "", stderr: "" }
+    printed.set(child, record)
+    child.stdout?.on("data", (d: Buffer) => (record.stdout += d.toString()))
+    child.stderr?.on("data", (d: Buffer) => (record.stderr += d.toString()))
     child.once("exit", () => spawned.delete(child))
     return child
+  }
+
+  const files = join(dir, "files")
+  const writeFile = async (name: string, text: string) => {
+    const path = join(files, name)
+    await mkdir(dirname(path), { recursive: true })
+    await writeText(path, text)
+    return path
   }
 
   const stop = async () => {
@@ -164,5 +214,5 @@ export const startDev = async (extraArgs: ReadonlyArray<string> = []): Promise<K
     await rm(dir, { recursive: true, force: true })
   }
 
-  return { dir, kubeconfig, fleet, kubectl, ok, spawn, stop }
+  return { dir, kubeconfig, fleet, kubectl, ok, spawn, writeFile, stop }
 }
