@@ -25,6 +25,7 @@ import * as HardStop from "./box/HardStop.js"
 import * as NodeThread from "./agent/NodeThread.js"
 import { ConfigError, RoleExit } from "./DaemonError.js"
 import * as ServiceProxy from "./net/ServiceProxy.js"
+import * as StreamSockets from "./net/StreamSockets.js"
 import * as Logging from "./observability/Logging.js"
 import * as Server from "./Server.js"
 import * as Shutdown from "./Shutdown.js"
@@ -153,7 +154,7 @@ const node = (config: Config, thread: Worker, lost: Deferred.Deferred<never, { r
     // NodePort and LoadBalancer Services, proxied on this host to the pods' host ports.
     const client = Client.make({ server: context.server, token, transport: InProcess.transport(context.handle, { client: `system:node:${node.nodeName}` }) })
     yield* ServiceProxy.make({ catalog: yield* ServiceCatalog.make(client), nodeAddress: config.nodePortAddress })
-    context.setLocalNodes(new Map([[node.nodeName, NodeAccess.fromRuntime(box, node.nodeName)]]))
+    context.setLocalNodes(new Map([[node.nodeName, NodeAccess.fromRuntime(box, node.nodeName, StreamSockets.dial)]]))
     yield* Effect.forkScoped(
       AgentUsage.report(box, Duration.toMillis(config.usageInterval)).pipe(
         Effect.flatMap((report) => context.metrics.record(node.nodeName, report)),

@@ -29,6 +29,8 @@ import * as ServerDrain from "./internal/ServerDrain.js"
 import * as StreamResponse from "./internal/StreamResponse.js"
 import * as UserWatches from "./internal/UserWatches.js"
 import * as WatchWriter from "./internal/WatchWriter.js"
+import * as WebSocketUpgrade from "./internal/WebSocketUpgrade.js"
+import type { Duplex } from "node:stream"
 
 /** A request as the core handler takes it (authentication fills in the user). */
 export type Request = Omit<Http.ApiRequest, "user">
@@ -171,6 +173,7 @@ interface State {
   handle: Handle | undefined
   /** Shutdown has begun. */
   draining: boolean
+  readonly upgrader: WebSocketUpgrade.Upgrader
 }
 
 /** Answer 413 without buffering the rest of the body (which is read and dropped). */
@@ -183,6 +186,7 @@ const tooLarge = (state: State, req: IncomingMessage, res: ServerResponse, never
 /** Write the handler's response: JSON at once, a stream chunk by chunk. */
 const respond = (state: State, res: ServerResponse, response: Http.ApiResponse, close: boolean): Effect.Effect<void> => {
   if (response._tag === "Json") return Effect.sync(() => JsonResponse.send(res, response, close || state.draining))
+  if (response._tag === "Upgrade") return Effect.sync(() => JsonResponse.send(res, JsonResponse.ofStatus(Status.badRequest("this request must ask for a WebSocket upgrade (Connection: Upgrade, Upgrade: websocket)")), true))
   return StreamResponse.serve(state.streams, res, response)
 }
 
@@ -251,6 +255,51 @@ const onRequest = (state: State, req: IncomingMessage, res: ServerResponse, expe
   })
 }
 
+/**
+ * Serve one upgrade request (`kubectl exec`, `attach`, `port-forward`): core's handler decides
+ * (authentication, RBAC, consent, admission) within the request timeout, then the socket is
+ * upgraded and the session runs as a tracked long-lived fiber, like a watch.
+ */
+const onUpgrade = (state: State, req: IncomingMessage, socket: Duplex, head: Buffer) => {
+  state.guard.requested(req.socket)
+  socket.on("error", () => socket.destroy())
+  const url = splitUrl(req.url ?? "/")
+  if (url === undefined) return WebSocketUpgrade.refuse(socket, 400, Status.badRequest(`malformed request path ${JSON.stringify(req.url)}`))
+  if (state.handle === undefined || state.draining) return WebSocketUpgrade.refuse(socket, 503, Status.serviceUnavailable("the server is not serving requests"), { "retry-after": "1" })
+  const serve = state.handle
+  const client = clientKey(req.headers, req.socket.remoteAddress)
+  const release = ClientSlots.admit(state.clients, client, true)
+  if (release === undefined) {
+    return WebSocketUpgrade.refuse(socket, 429, Status.tooManyRequests(`Too many requests: this client already has ${state.limits.maxWatches} concurrent watches and streams, please try again later.`, 1), { "retry-after": "1" })
+  }
+  socket.once("close", release)
+  const program = Effect.gen(function* () {
+    const response = yield* Effect.timeoutTo(serve({ method: req.method ?? "GET", path: url.path, query: url.query, headers: lowerCaseHeaders(req), body: undefined, client }), {
+      duration: state.timeout,
+      onTimeout: () => JsonResponse.ofStatus(Status.timeout(`request did not complete within ${Duration.format(state.timeout)}`, 1)),
+      onSuccess: (r): Http.ApiResponse => r
+    })
+    if (response._tag !== "Upgrade") {
+      const status = response._tag === "Json" ? response.status : 400
+      const body = response._tag === "Json" ? response.body : Status.badRequest("this resource does not stream")
+      return WebSocketUpgrade.refuse(socket, status, body, response.headers)
+    }
+    if (socket.destroyed) return
+    const ws = yield* Effect.promise(() => state.upgrader.accept(req, socket, head, response.protocol))
+    const messages = WebSocketUpgrade.messageSocket(ws)
+    yield* response.serve(messages).pipe(Effect.ensuring(Effect.sync(() => messages.close(1000))))
+  }).pipe(
+    Effect.catchAllCause((cause) =>
+      Effect.sync(() => {
+        if (!socket.destroyed) WebSocketUpgrade.refuse(socket, 500, Status.internalError(String(Cause.squash(cause))))
+      })
+    )
+  )
+  const fiber = state.runFork(program)
+  state.watches.add(fiber)
+  fiber.addObserver(() => state.watches.delete(fiber))
+}
+
 /** Listen on `options.host:port`; the server shuts down gracefully when the scope closes. */
 export const make = (options: Options): Effect.Effect<HttpServer, ListenError, Scope.Scope> =>
   Effect.gen(function* () {
@@ -278,10 +327,12 @@ export const make = (options: Options): Effect.Effect<HttpServer, ListenError, S
       requests: new Set(),
       watches: new Set(),
       handle: undefined,
-      draining: false
+      draining: false,
+      upgrader: WebSocketUpgrade.make()
     }
     server.on("request", (req, res) => onRequest(state, req, res, false))
     server.on("checkContinue", (req, res) => onRequest(state, req, res, true))
+    server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => onUpgrade(state, req, socket, head))
     const address = yield* ApiListener.listen(server, options.host, options.port)
 
     const finished = yield* Deferred.make<void>()

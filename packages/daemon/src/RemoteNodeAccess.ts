@@ -10,6 +10,7 @@
 import { ApiError, Keys, type NodeAccess, Status, type Store } from "@koder/fleet-core"
 import { Effect, Stream } from "effect"
 import { Agent, request } from "undici"
+import * as StreamSockets from "./net/StreamSockets.js"
 
 const obj = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {})
 const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
@@ -23,9 +24,13 @@ export const endpointOf = (node: Record<string, unknown>): { readonly host: stri
   return host === "" || !Number.isInteger(port) || port <= 0 ? undefined : { host, port }
 }
 
+/** The agent's streaming endpoints speak the frames of core's StreamSession under this name. */
+export const streamProtocol = "v5.channel.k8s.io"
+
 /** Reach agents with `client` (the server's node client certificate), finding them through `store` (nodes are stored as they are). */
 export const make = (store: Store.StoreService, client: { readonly cert: string; readonly key: string }): NodeAccess.NodeAccess => {
   const dispatcher = new Agent({ connect: { cert: client.cert, key: client.key, rejectUnauthorized: false }, connectTimeout: 5_000 })
+  const wsOptions = { cert: client.cert, key: client.key, rejectUnauthorized: false }
   const unreachable = (node: string, why: string) => ApiError.of(Status.serviceUnavailable(`cannot reach node ${JSON.stringify(node)}: ${why}`))
 
   const base = (t: NodeAccess.Target) =>
@@ -87,6 +92,29 @@ export const make = (store: Store.StoreService, client: { readonly cert: string;
       Effect.gen(function* () {
         const r = yield* call(t, `${yield* base(t)}/signal`, { method: "POST", body: JSON.stringify({ signal: s }) })
         yield* Effect.promise(() => r.body.dump())
+      }),
+    execStream: (t, r) =>
+      Effect.gen(function* () {
+        const query = new URLSearchParams()
+        for (const c of r.command) query.append("command", c)
+        if (r.stdin) query.set("stdin", "true")
+        if (r.tty) query.set("tty", "true")
+        const url = `${(yield* base(t)).replace(/^https:/, "wss:")}/exec?${query}`
+        return StreamSockets.sessionOn(yield* StreamSockets.open(url, streamProtocol, wsOptions, (why) => unreachable(t.node, why)))
+      }),
+    attach: (t, r) =>
+      Effect.gen(function* () {
+        const query = new URLSearchParams()
+        if (r.stdin) query.set("stdin", "true")
+        if (r.tty) query.set("tty", "true")
+        const url = `${(yield* base(t)).replace(/^https:/, "wss:")}/attach?${query}`
+        return StreamSockets.sessionOn(yield* StreamSockets.open(url, streamProtocol, wsOptions, (why) => unreachable(t.node, why)))
+      }),
+    portForward: (t, port) =>
+      Effect.gen(function* () {
+        const query = new URLSearchParams({ port: String(port), podIP: t.podIP ?? "" })
+        const url = `${(yield* base(t)).replace(/^https:/, "wss:")}/portforward?${query}`
+        return StreamSockets.connectionOn(yield* StreamSockets.open(url, streamProtocol, wsOptions, (why) => unreachable(t.node, why)))
       })
   }
 }

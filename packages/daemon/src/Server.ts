@@ -6,7 +6,7 @@
  *   flags ─▶ data dir ─▶ Tls.ensure ─▶ Bootstrap.load ─▶ store ─▶ HttpServer ─▶ ApiServer
  *         ─▶ Bootstrap.publish (kubeconfig) ─▶ "listening" line ─▶ wait to be interrupted ─▶ drain
  */
-import { AdmissionPlugins, ApiServer, PodCidr, Binding, Client, Controllers, Eviction, FlowControl, type Http, InProcess, MetricsApi, MetricsSource, NodeAccess, Placement, PodExec, PodLog, Registry, type Store } from "@koder/fleet-core"
+import { AdmissionPlugins, ApiServer, PodCidr, Binding, Client, Controllers, Eviction, FlowControl, type Http, InProcess, MetricsApi, MetricsSource, NodeAccess, Placement, PodExec, PodLog, PodStreams, Registry, type Store } from "@koder/fleet-core"
 import { PgStore } from "@koder/fleet-store-pg"
 import { SqliteStore } from "@koder/fleet-store-sqlite"
 import { Duration, Effect, Either, Exit, Scope } from "effect"
@@ -18,6 +18,7 @@ import * as ControlPlane from "./ControlPlane.js"
 import { ConfigError, describe, type DaemonError, RoleExit } from "./DaemonError.js"
 import * as HttpServer from "./HttpServer.js"
 import * as DnsService from "./net/DnsService.js"
+import * as SpdyTunnel from "./net/SpdyTunnel.js"
 import * as IngressProxy from "./net/IngressProxy.js"
 import * as RemoteNodeAccess from "./RemoteNodeAccess.js"
 import * as RoleRuntime from "./RoleRuntime.js"
@@ -372,7 +373,9 @@ export const run = (
           Eviction.subresource,
           Placement.handler(() => plane.explain),
           PodLog.handler(() => access),
-          PodExec.execHandler(() => access),
+          PodStreams.execHandler(() => access),
+          PodStreams.attachHandler(() => access),
+          PodStreams.portForwardHandler(() => access, SpdyTunnel.tunnel),
           PodExec.signalHandler(() => access)
         ],
         ...(security.audit === undefined ? {} : { audit: security.audit }),

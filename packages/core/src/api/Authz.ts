@@ -43,8 +43,16 @@ const watching = (q: URLSearchParams) => q.get("watch") === "true" || q.get("wat
 /** The attributes of a request, from its route and method. */
 // Fleet's own verbs for reaching into a pod's processes: granting `create` on pods must never
 // grant a shell, so POST pods/exec and pods/signal are authorized as `exec` and `signal`.
-const processVerb = (route: Extract<Route, { _tag: "Resource" }>): string | undefined =>
-  route.group === "" && route.plural === "pods" && route.name !== undefined && (route.subresource === "exec" || route.subresource === "signal") ? route.subresource : undefined
+// A WebSocket exec or attach is a GET, and still a shell: it is `exec` too (kube authorizes
+// these upgrades as `create`, KEP-4006). pods/attach reaches the main process's console: `exec`.
+const processVerb = (route: Extract<Route, { _tag: "Resource" }>): string | undefined => {
+  if (route.group !== "" || route.plural !== "pods" || route.name === undefined) return undefined
+  if (route.subresource === "exec" || route.subresource === "signal") return route.subresource
+  if (route.subresource === "attach") return "exec"
+  return undefined
+}
+const streamVerb = (route: Extract<Route, { _tag: "Resource" }>): string | undefined =>
+  route.group === "" && route.plural === "pods" && route.name !== undefined && route.subresource === "portforward" ? "create" : processVerb(route)
 
 export const attributes = (route: Route, request: ApiRequest): Attributes => {
   const method = request.method.toUpperCase()
@@ -52,7 +60,9 @@ export const attributes = (route: Route, request: ApiRequest): Attributes => {
   if (route._tag !== "Resource") return { ...base, verb: method.toLowerCase(), resourceRequest: false }
   const collection = route.name === undefined
   const verb =
-    method === "GET" || method === "HEAD"
+    (method === "GET" || method === "POST") && streamVerb(route) !== undefined
+      ? streamVerb(route)!
+      : method === "GET" || method === "HEAD"
       ? route.watchPath || watching(request.query)
         ? "watch"
         : collection

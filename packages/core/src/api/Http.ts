@@ -56,8 +56,58 @@ export interface StreamResponse {
   readonly watch?: { readonly user: string; readonly initialBytes: number }
 }
 
+/**
+ * A WebSocket the HTTP layer upgraded for a handler: binary messages both ways. `send` resolves
+ * once the message is handed to the socket; `buffered` is what the socket has yet to write.
+ */
+export interface MessageSocket {
+  readonly send: (message: Uint8Array) => Promise<void>
+  readonly buffered: () => number
+  /** The client's messages; the iteration ends when the socket closes. */
+  readonly messages: AsyncIterable<Uint8Array>
+  /** Close (1000 unless told), idempotent. */
+  readonly close: (code?: number, reason?: string) => void
+}
+
+/**
+ * A streaming upgrade (`pods/exec`, `attach`, `portforward` over WebSocket): the HTTP layer
+ * completes the handshake with `protocol`, then runs `serve` on the socket until it ends. Errors
+ * before the upgrade are ordinary Status responses.
+ */
+export interface UpgradeResponse {
+  readonly _tag: "Upgrade"
+  readonly status: 101
+  readonly headers: Readonly<Record<string, string>>
+  /** An upgrade has no HTTP body. */
+  readonly body?: undefined
+  /** The subprotocol chosen among the client's offer. */
+  readonly protocol: string
+  readonly serve: (socket: MessageSocket) => Effect.Effect<void>
+}
+
+/** A byte connection (a forwarded port): bytes both ways, half-close, close. */
+export interface ByteConnection {
+  readonly write: (bytes: Uint8Array) => Promise<void>
+  /** Bytes from the far end; the iteration ends at its end of stream (or a reset). */
+  readonly data: AsyncIterable<Uint8Array>
+  /** No more bytes from this side (TCP half-close). */
+  readonly end: () => void
+  /** Tear it down (both ways), idempotent. */
+  readonly close: () => void
+}
+
 /** What a handler answers. */
-export type ApiResponse = JsonResponse | StreamResponse
+export type ApiResponse = JsonResponse | StreamResponse | UpgradeResponse
+
+/** Is this request asking for a WebSocket upgrade? */
+export const isWebSocket = (request: Pick<ApiRequest, "headers">): boolean => (request.headers["upgrade"] ?? "").toLowerCase() === "websocket"
+
+/** The subprotocols a WebSocket request offers, in its order. */
+export const offeredProtocols = (request: Pick<ApiRequest, "headers">): ReadonlyArray<string> =>
+  (request.headers["sec-websocket-protocol"] ?? "")
+    .split(",")
+    .map((p) => p.trim())
+    .filter((p) => p !== "")
 
 /** A request handler: every failure is an `ApiError` (a Status). */
 export type Handler = (request: ApiRequest) => Effect.Effect<ApiResponse, ApiError>

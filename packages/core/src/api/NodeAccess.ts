@@ -14,7 +14,9 @@
 import { Chunk, Effect, Stream } from "effect"
 import * as Status from "../model/Status.js"
 import * as Runtime from "../runtime/Runtime.js"
+import type * as StreamSession from "../runtime/StreamSession.js"
 import * as ApiError from "./ApiError.js"
+import type { ByteConnection } from "./Http.js"
 
 /** One container of one pod on one node. */
 export interface Target {
@@ -23,6 +25,8 @@ export interface Target {
   readonly pod: string
   readonly uid: string
   readonly container: string
+  /** The pod's IP (`status.podIP`), where a forwarded port is dialled. */
+  readonly podIP?: string | undefined
 }
 
 /** `pods/log` options, as Kubernetes' PodLogOptions. */
@@ -56,13 +60,25 @@ export interface NodeAccess {
   readonly logs: (target: Target, options: LogOptions) => Effect.Effect<Stream.Stream<Uint8Array>, ApiError.ApiError>
   readonly exec: (target: Target, options: ExecOptions) => Effect.Effect<ExecResult, ApiError.ApiError>
   readonly signal: (target: Target, signal: string) => Effect.Effect<void, ApiError.ApiError>
+  /** A command with live streams (`kubectl exec`). */
+  readonly execStream: (target: Target, request: StreamSession.ExecStreamRequest) => Effect.Effect<StreamSession.StreamSession, ApiError.ApiError>
+  /** The container's main process (`kubectl attach`). */
+  readonly attach: (target: Target, request: StreamSession.AttachRequest) => Effect.Effect<StreamSession.StreamSession, ApiError.ApiError>
+  /** A connection to `port` of the pod, dialled from its node (`kubectl port-forward`). */
+  readonly portForward: (target: Target, port: number) => Effect.Effect<ByteConnection, ApiError.ApiError>
 }
+
+/** How a node dials a port of one of its pods (the daemon's TCP; core has no sockets). */
+export type Dial = (host: string, port: number) => Effect.Effect<ByteConnection, ApiError.ApiError>
 
 /** No node is reachable (an API-only server): every call answers 503 saying so. */
 export const none: NodeAccess = {
   logs: (t) => Effect.fail(unreachable(t.node, "this server has no connection to nodes")),
   exec: (t) => Effect.fail(unreachable(t.node, "this server has no connection to nodes")),
-  signal: (t) => Effect.fail(unreachable(t.node, "this server has no connection to nodes"))
+  signal: (t) => Effect.fail(unreachable(t.node, "this server has no connection to nodes")),
+  execStream: (t) => Effect.fail(unreachable(t.node, "this server has no connection to nodes")),
+  attach: (t) => Effect.fail(unreachable(t.node, "this server has no connection to nodes")),
+  portForward: (t) => Effect.fail(unreachable(t.node, "this server has no connection to nodes"))
 }
 
 /** 503 naming the node. */
@@ -75,7 +91,10 @@ export const routed = (local: ReadonlyMap<string, NodeAccess>, remote: NodeAcces
   return {
     logs: (t, o) => pick(t).logs(t, o),
     exec: (t, o) => pick(t).exec(t, o),
-    signal: (t, s) => pick(t).signal(t, s)
+    signal: (t, s) => pick(t).signal(t, s),
+    execStream: (t, r) => pick(t).execStream(t, r),
+    attach: (t, r) => pick(t).attach(t, r),
+    portForward: (t, p) => pick(t).portForward(t, p)
   }
 }
 
@@ -99,6 +118,7 @@ const fromRuntimeError = (node: string) => (e: Runtime.RuntimeError): ApiError.A
     case "RuntimeNotFound":
       return ApiError.of(Status.notFound({ group: "", resource: "containers" }, e.id))
     case "RuntimeInvalid":
+    case "RuntimeUnsupported":
       return badRequest(e.message)
     default:
       return unreachable(node, e.message)
@@ -124,8 +144,11 @@ const limitBytes = (stream: Stream.Stream<Uint8Array>, limit: number | undefined
         Stream.filter((bytes) => bytes.length > 0)
       )
 
-/** Answers for the node `node` from `runtime` (the box the node's agent runs its pods in). */
-export const fromRuntime = (runtime: Runtime.RuntimeService, node: string): NodeAccess => {
+/**
+ * Answers for the node `node` from `runtime` (the box the node's agent runs its pods in); ports
+ * are forwarded with `dial` (none: port-forward answers 503).
+ */
+export const fromRuntime = (runtime: Runtime.RuntimeService, node: string, dial?: Dial): NodeAccess => {
   const resolve = (t: Target, previous: boolean) =>
     Effect.gen(function* () {
       const containers = yield* runtime.containers.list({ labels: { [Runtime.Labels.podUid]: t.uid } }).pipe(Effect.mapError(fromRuntimeError(node)))
@@ -173,7 +196,14 @@ export const fromRuntime = (runtime: Runtime.RuntimeService, node: string): Node
           })
           .pipe(Effect.mapError(fromRuntimeError(node)))
       ),
-    signal: (t, s) => Effect.flatMap(running(t), (c) => runtime.containers.signal(c.id, s).pipe(Effect.mapError(fromRuntimeError(node))))
+    signal: (t, s) => Effect.flatMap(running(t), (c) => runtime.containers.signal(c.id, s).pipe(Effect.mapError(fromRuntimeError(node)))),
+    execStream: (t, r) => Effect.flatMap(running(t), (c) => runtime.containers.execStream(c.id, r).pipe(Effect.mapError(fromRuntimeError(node)))),
+    attach: (t, r) => Effect.flatMap(running(t), (c) => runtime.containers.attach(c.id, r).pipe(Effect.mapError(fromRuntimeError(node)))),
+    portForward: (t, port) => {
+      if (dial === undefined) return Effect.fail(unreachable(node, "this node does not forward ports"))
+      if (t.podIP === undefined || t.podIP === "") return Effect.fail(badRequest(`pod ${JSON.stringify(t.pod)} has no IP yet`))
+      return dial(t.podIP, port)
+    }
   }
 }
 

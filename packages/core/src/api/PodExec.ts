@@ -101,7 +101,7 @@ export const parseSignal = (request: ApiRequest): Either.Either<SignalRequest, A
     return Either.right({ container, signal })
   })
 
-interface Context {
+export interface Context {
   readonly store: StoreService
   readonly registry: Registry
   readonly resource: Resource
@@ -112,20 +112,22 @@ interface Context {
 const forbidden = (sub: string, pod: string, detail: string) => ApiError.of(Status.forbidden({ group: "", resource: `pods/${sub}` }, pod, detail))
 
 /** The pod, its container and its node, once the pod can be reached at all. */
-const target = (context: Context, namespace: string, name: string, wanted: string, sub: string) =>
+export const target = (context: Context, namespace: string, name: string, wanted: string, sub: string) =>
   Effect.gen(function* () {
     const pod = yield* PodLog.readPod(context, namespace, name)
     const phase = String(asObject(pod["status"])["phase"] ?? "")
     if (phase === "Succeeded" || phase === "Failed") {
-      return yield* Effect.fail(ApiError.badRequest(`cannot ${sub === "exec" ? "exec into" : "signal"} a container in a completed pod; current phase is ${phase}`))
+      const verb = sub === "exec" ? "exec into" : sub === "attach" ? "attach to" : sub === "portforward" ? "forward ports of" : "signal"
+      return yield* Effect.fail(ApiError.badRequest(`cannot ${verb} a container in a completed pod; current phase is ${phase}`))
     }
     const container = yield* fromEither(PodLog.chooseContainer(pod, wanted))
     const node = yield* fromEither(PodLog.nodeOf(pod, container))
-    return { pod, node, container, uid: String(Objects.meta(pod)["uid"] ?? ""), labels: Metadata.labelsOf(pod) }
+    const podIP = asObject(pod["status"])["podIP"]
+    return { pod, node, container, uid: String(Objects.meta(pod)["uid"] ?? ""), labels: Metadata.labelsOf(pod), podIP: typeof podIP === "string" ? podIP : undefined }
   })
 
 /** Gate 2: some ProcessControl in the namespace covers the pod and the action. */
-const consent = (context: Context, namespace: string, name: string, labels: Record<string, string>, action: ProcessControl.Action, sub: string) =>
+export const consent = (context: Context, namespace: string, name: string, labels: Record<string, string>, action: ProcessControl.Action, sub: string) =>
   Effect.gen(function* () {
     const resource = context.registry.byKind("fleet.koder.dev/v1", "ProcessControl")
     const page = yield* context.store
@@ -133,12 +135,12 @@ const consent = (context: Context, namespace: string, name: string, labels: Reco
       .pipe(Effect.mapError(() => ApiError.of(Status.serviceUnavailable("cannot read processcontrols"))))
     const consents = page.items.map((kv) => Objects.fromStored({ value: resource === undefined ? kv.value : context.transformer.fromStore(resource, kv.value), modRevision: kv.modRevision }))
     if (ProcessControl.permits(consents, labels, action)) return
-    const what = action._tag === "exec" ? "exec into this pod" : `send ${action.signal} to this pod`
+    const what = action._tag === "exec" ? "exec into this pod" : action._tag === "portforward" ? "forward ports of this pod" : `send ${action.signal} to this pod`
     return yield* Effect.fail(forbidden(sub, name, `no ProcessControl in namespace ${JSON.stringify(namespace)} consents to ${what} (create one to allow it)`))
   })
 
 /** Gate 3: the admission chain sees a CONNECT. */
-const admit = (context: Context, user: UserInfo, namespace: string, name: string, sub: string, object: JsonObject) =>
+export const admit = (context: Context, user: UserInfo, namespace: string, name: string, sub: string, object: JsonObject) =>
   Admission.validate(context.admission, {
     operation: "CONNECT",
     user,
@@ -152,7 +154,7 @@ const admit = (context: Context, user: UserInfo, namespace: string, name: string
   })
 
 /** The audit Event; written without admission (it is the server's own record). A failure to write it is not the user's. */
-const recordEvent = (context: Context, namespace: string, pod: string, uid: string, reason: string, message: string, type = "Normal") =>
+export const recordEvent = (context: Context, namespace: string, pod: string, uid: string, reason: string, message: string, type = "Normal") =>
   Effect.gen(function* () {
     const resource = context.registry.byKind("v1", "Event")
     if (resource === undefined) return
@@ -181,7 +183,7 @@ const recordEvent = (context: Context, namespace: string, pod: string, uid: stri
     yield* context.store.create(Keys.object({ group: "", resource: "events", namespace, name }), context.transformer.toStore(resource, text.right))
   }).pipe(Effect.ignore)
 
-const methodNotAllowed = (request: ApiRequest, sub: string) => ApiError.of(Status.methodNotSupported({ group: "", resource: `pods/${sub}` }, request.method.toLowerCase()))
+export const methodNotAllowed = (request: ApiRequest, sub: string) => ApiError.of(Status.methodNotSupported({ group: "", resource: `pods/${sub}` }, request.method.toLowerCase()))
 
 /** `pods/exec`, reaching nodes through `access()` (late-bound). */
 export const execHandler = (access: () => NodeAccess.NodeAccess): SubresourceHandler => ({

@@ -49,6 +49,10 @@ export const fetch = (handle: Handle, options: { readonly client?: string } = {}
     if (response._tag === "Json") {
       return new Response(typeof response.body === "string" ? response.body : JSON.stringify(response.body), { status: response.status, headers })
     }
+    if (response._tag === "Upgrade") {
+      const status = { kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message: "an in-process client cannot upgrade a connection", reason: "BadRequest", code: 400 }
+      return new Response(JSON.stringify(status), { status: 400, headers: { "content-type": "application/json" } })
+    }
     const signal = init?.signal
     const aborted = Effect.async<void>((resume) => {
       if (!signal) return

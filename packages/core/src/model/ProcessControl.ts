@@ -5,11 +5,12 @@
  * RBAC says who may ask; this object says that the namespace's owner agreed to be asked at all.
  * Both are needed (and the admission chain must let the request through): a cluster operator
  * granted `exec` everywhere still cannot open a shell in a customer's pod unless the customer's
- * namespace holds a ProcessControl that covers the pod. Without one, `pods/exec` and
- * `pods/signal` answer 403 naming the missing consent.
+ * namespace holds a ProcessControl that covers the pod. Without one, `pods/exec`, `pods/attach`,
+ * `pods/portforward` and `pods/signal` answer 403 naming the missing consent.
  *
  *   spec.podSelector  which pods (absent or `{}`: every pod in the namespace)
- *   spec.exec         whether commands may run in them (default true)
+ *   spec.exec         whether commands may run in them, and `attach` reach them (default true)
+ *   spec.portForward  whether their ports may be forwarded (default true)
  *   spec.signal       whether signals may be sent to them (default true)
  *   spec.signals      which signals (absent: any of the names below)
  */
@@ -26,6 +27,8 @@ export const SignalNames = ["SIGHUP", "SIGINT", "SIGQUIT", "SIGKILL", "SIGUSR1",
 export const ProcessControlSpec = Schema.Struct({
   podSelector: optional(LabelSelectorModule.LabelSelector),
   exec: optional(Schema.Boolean),
+  /** Whether ports of the pods may be forwarded (`kubectl port-forward`; default true). */
+  portForward: optional(Schema.Boolean),
   signal: optional(Schema.Boolean),
   signals: optional(Schema.Array(Schema.String))
 })
@@ -48,7 +51,7 @@ export const validate = (pc: ProcessControl): ReadonlyArray<FieldError.FieldErro
   )
 
 /** What is being asked of a pod's processes. */
-export type Action = { readonly _tag: "exec" } | { readonly _tag: "signal"; readonly signal: string }
+export type Action = { readonly _tag: "exec" } | { readonly _tag: "portforward" } | { readonly _tag: "signal"; readonly signal: string }
 
 /**
  * Whether some ProcessControl among `consents` (the namespace's) covers `action` on a pod with
@@ -61,6 +64,7 @@ export const permits = (consents: ReadonlyArray<unknown>, podLabels: Readonly<Re
     const spec = decoded.value.spec ?? {}
     if (!LabelSelectorModule.matches(spec.podSelector ?? {}, podLabels)) return false
     if (action._tag === "exec") return spec.exec ?? true
+    if (action._tag === "portforward") return spec.portForward ?? true
     if (!(spec.signal ?? true)) return false
     return spec.signals === undefined || spec.signals.includes(action.signal)
   })

@@ -186,7 +186,11 @@ export const clusterRoles: ReadonlyArray<Json> = [
   clusterRole("system:node", nodeRules),
   clusterRole("system:monitoring", [urls(["get"], ["/healthz", "/healthz/*", "/livez", "/livez/*", "/metrics", "/metrics/slis", "/readyz", "/readyz/*"])]),
   aggregatedRole("fleet:customer", [on, { [AggregateToCustomer]: "true" }]),
-  clusterRole("fleet:aggregate-to-customer", [rule([...processVerbs], [""], ["pods", "pods/exec", "pods/signal"]), rule(read, [""], ["pods/log"])], { [AggregateToCustomer]: "true" }),
+  clusterRole(
+    "fleet:aggregate-to-customer",
+    [rule([...processVerbs], [""], ["pods", "pods/exec", "pods/attach", "pods/signal"]), rule(["create"], [""], ["pods/portforward"]), rule(read, [""], ["pods/log"])],
+    { [AggregateToCustomer]: "true" }
+  ),
   aggregatedRole("fleet:collaborator", [onView, { [AggregateToCollaborator]: "true" }]),
   clusterRole("fleet:aggregate-to-collaborator", collaboratorRules, { [AggregateToCollaborator]: "true" }),
   clusterRole("fleet:namespace-discovery", [rule(["get", "list"], ["fleet.koder.dev"], ["accessiblenamespaces"])]),

@@ -10,6 +10,9 @@
  *   GET  /v1/pods/{namespace}/{name}/{uid}/{container}/log?follow&previous&timestamps&tailLines&sinceSeconds&limitBytes
  *   POST /v1/pods/{namespace}/{name}/{uid}/{container}/exec     {"command": [...], "stdin": "...", "timeoutSeconds": n}
  *   POST /v1/pods/{namespace}/{name}/{uid}/{container}/signal   {"signal": "SIGHUP"}
+ *   GET  /v1/pods/{namespace}/{name}/{uid}/{container}/exec?command=..&stdin&tty      WebSocket (StreamSession frames)
+ *   GET  /v1/pods/{namespace}/{name}/{uid}/{container}/attach?stdin&tty               WebSocket (StreamSession frames)
+ *   GET  /v1/pods/{namespace}/{name}/{uid}/{container}/portforward?port=&podIP=       WebSocket (the port's bytes)
  *
  *   GET  /metrics   Prometheus text (the agent's series: pod start latency, process)
  *
@@ -20,11 +23,15 @@
  *
  * Errors are Kubernetes `Status` objects, passed through by the server as they are.
  */
-import { Exposition, NodeAccess, PodLog, type Runtime, Status } from "@koder/fleet-core"
+import { type ApiError, Exposition, type Http, NodeAccess, PodLog, type Runtime, Status, type StreamSession } from "@koder/fleet-core"
 import { Effect, Either, Exit, Runtime as EffectRuntime, Stream } from "effect"
 import { createServer, type Server } from "node:https"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { TLSSocket } from "node:tls"
+import type { Duplex } from "node:stream"
+import { WebSocketServer } from "ws"
+import * as WebSocketUpgrade from "../internal/WebSocketUpgrade.js"
+import * as StreamSockets from "../net/StreamSockets.js"
 import * as Tls from "../Tls.js"
 
 /** A listening endpoint. */
@@ -60,6 +67,9 @@ const readJson = (req: IncomingMessage, limit = 1 << 20): Promise<Record<string,
     req.on("error", reject)
   })
 
+const streamRoute = /^\/v1\/pods\/([^/]+)\/([^/]+)\/([^/]+)\/([^/]+)\/(exec|attach|portforward)$/
+const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: 16 * 1024 * 1024 })
+
 const route = /^\/v1\/pods\/([^/]+)\/([^/]+)\/([^/]+)\/([^/]+)\/(log|exec|signal)$/
 
 /** Serve `runtime` for node `node` on `host:port` (port 0: any), trusting clients signed by `caPem`. */
@@ -75,7 +85,7 @@ export const start = async (options: {
   /** What a request's effects run on (`EventLoopScheduler.defaultRuntime`: the role's fiber scheduler); default Effect's own. */
   readonly fibers?: EffectRuntime.Runtime<never>
 }): Promise<Endpoint> => {
-  const access = NodeAccess.fromRuntime(options.runtime, options.node)
+  const access = NodeAccess.fromRuntime(options.runtime, options.node, StreamSockets.dial)
   const fibers = options.fibers ?? EffectRuntime.defaultRuntime
   const serving = await Tls.selfSigned(`${options.node}@fleet-agent`, options.sans)
   const metrics = options.metrics
@@ -144,6 +154,37 @@ export const start = async (options: {
       },
       () => sendStatus(res, Status.badRequest("the body is not a JSON object"))
     )
+  })
+  server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on("error", () => socket.destroy())
+    const tls = req.socket as TLSSocket
+    if (!(tls.authorized && tls.getPeerCertificate()?.subject?.CN === Tls.nodeClientName)) {
+      return WebSocketUpgrade.refuse(socket, 403, Status.forbidden({ group: "", resource: "nodes/proxy" }, options.node, "only the API server may call a node's endpoint"))
+    }
+    const url = new URL(req.url ?? "/", "https://agent")
+    const m = streamRoute.exec(url.pathname)
+    if (m === null) return WebSocketUpgrade.refuse(socket, 404, Status.notFound({ group: "", resource: "paths" }, url.pathname))
+    const [, namespace, pod, uid, container, verb] = m.map((s) => decodeURIComponent(s ?? "")) as [string, string, string, string, string, string]
+    const q = url.searchParams
+    const target: NodeAccess.Target = { node: options.node, namespace, pod, uid, container, podIP: q.get("podIP") ?? undefined }
+    const flag = (name: string) => q.get(name) === "true"
+    type Opened = { readonly _tag: "conn"; readonly conn: Http.ByteConnection } | { readonly _tag: "session"; readonly session: StreamSession.StreamSession }
+    const opened: Effect.Effect<Opened, ApiError.ApiError> =
+      verb === "portforward"
+        ? Effect.map(access.portForward(target, Number(q.get("port"))), (conn) => ({ _tag: "conn" as const, conn }))
+        : Effect.map(verb === "exec" ? access.execStream(target, { command: q.getAll("command"), stdin: flag("stdin"), tty: flag("tty") }) : access.attach(target, { stdin: flag("stdin"), tty: flag("tty") }), (session) => ({
+            _tag: "session" as const,
+            session
+          }))
+    void EffectRuntime.runPromiseExit(fibers)(opened).then((exit) => {
+      if (Exit.isFailure(exit)) {
+        const status = exit.cause._tag === "Fail" ? exit.cause.error.status : Status.internalError("the stream could not be opened")
+        return WebSocketUpgrade.refuse(socket, status.code ?? 500, status)
+      }
+      const opened = exit.value
+      if (socket.destroyed) return opened._tag === "conn" ? opened.conn.close() : opened.session.close()
+      wss.handleUpgrade(req, socket, head, (ws) => void (opened._tag === "conn" ? StreamSockets.serveConnection(ws, opened.conn) : StreamSockets.serveSession(ws, opened.session)))
+    })
   })
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject)

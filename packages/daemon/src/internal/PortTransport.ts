@@ -63,6 +63,10 @@ export const serve = (port: MessagePort, handle: InProcess.Handle, client: strin
           const body = typeof response.body === "string" ? response.body : JSON.stringify(response.body)
           return post({ t: "json", id: request.id, status: response.status, headers: response.headers, body })
         }
+        if (response._tag === "Upgrade") {
+          const status = { kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message: "a worker's client cannot upgrade a connection", reason: "BadRequest", code: 400 }
+          return post({ t: "json", id: request.id, status: 400, headers: { "content-type": "application/json" }, body: JSON.stringify(status) })
+        }
         post({ t: "head", id: request.id, status: response.status, headers: response.headers })
         streaming = true
         yield* Stream.runForEach(response.body, (data) =>

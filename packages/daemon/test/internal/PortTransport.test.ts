@@ -24,7 +24,7 @@ const across = async (handle: InProcess.Handle, token = "good") => {
   let open = 0
   const counted: InProcess.Handle = (request) =>
     Effect.map(handle(request), (response) =>
-      response._tag === "Json" ? response : { ...response, body: Stream.ensuring(Stream.onStart(response.body, Effect.sync(() => open++)), Effect.sync(() => open--)) }
+      response._tag !== "Stream" ? response : { ...response, body: Stream.ensuring(Stream.onStart(response.body, Effect.sync(() => open++)), Effect.sync(() => open--)) }
     )
   await run(PortTransport.serve(channel.port1, counted, "system:node:test").pipe(Scope.extend(scope)))
   await run(Scope.addFinalizer(scope, Effect.sync(() => channel.port2.close())))
