@@ -58,9 +58,14 @@ const choose = (request: ApiRequest, served: ReadonlyArray<string>): Effect.Effe
   )
 }
 
-/** SPDY upgrades (kubectl before 1.30, or its fallback) get a clear refusal. */
+const isSpdy = (request: ApiRequest): boolean => (request.headers["upgrade"] ?? "").toLowerCase().startsWith("spdy")
+
+/**
+ * SPDY upgrades (kubectl before 1.30, or its fallback after a refused WebSocket) get a clear
+ * refusal, once the gates have run: a fallback then shows why the WebSocket was refused.
+ */
 const refuseSpdy = (request: ApiRequest, sub: string): Effect.Effect<void, ApiError.ApiError> =>
-  (request.headers["upgrade"] ?? "").toLowerCase().startsWith("spdy")
+  isSpdy(request)
     ? Effect.fail(ApiError.badRequest(`pods/${sub} over SPDY is not supported: use a client that speaks WebSocket (kubectl 1.30 or later, ${channelProtocols.join(", ")})`))
     : Effect.void
 
@@ -131,16 +136,16 @@ const describe = (status: Uint8Array | undefined): string => {
 /** `pods/exec` over WebSocket (the one-shot JSON POST stays in PodExec.ts for kfleet). */
 export const execStream = (access: () => NodeAccess.NodeAccess, request: ApiRequest, namespace: string, name: string, context: PodExec.Context): Effect.Effect<UpgradeResponse, ApiError.ApiError> =>
   Effect.gen(function* () {
-    yield* refuseSpdy(request, "exec")
     const q = request.query
     const command = q.getAll("command")
     if (command.length === 0) return yield* Effect.fail(ApiError.of(Status.invalid({ group: "", kind: "PodExecOptions" }, "", [FieldError.required("command", "you must specify at least one command for the container")])))
     const streams = parseStreams(q, "PodExecOptions")
     if (streams instanceof ApiError.ApiError) return yield* Effect.fail(streams)
-    const protocol = yield* choose(request, exec)
+    const protocol = isSpdy(request) ? "" : yield* choose(request, exec)
     const t = yield* PodExec.target(context, namespace, name, q.get("container") ?? "", "exec")
     yield* PodExec.consent(context, namespace, name, t.labels, { _tag: "exec" }, "exec")
     yield* PodExec.admit(context, request.user, namespace, name, "exec", { apiVersion: "v1", kind: "PodExecOptions", container: t.container, command, ...streams })
+    yield* refuseSpdy(request, "exec")
     const target = { node: t.node, namespace, pod: name, uid: t.uid, container: t.container }
     const session = yield* access()
       .execStream(target, { command, stdin: streams.stdin, tty: streams.tty })
@@ -171,15 +176,15 @@ export const attachHandler = (access: () => NodeAccess.NodeAccess): SubresourceH
     Effect.gen(function* () {
       const method = request.method.toUpperCase()
       if (method !== "GET" && method !== "POST") return yield* Effect.fail(PodExec.methodNotAllowed(request, "attach"))
-      yield* refuseSpdy(request, "attach")
       const namespace = route.namespace ?? ""
       const name = route.name ?? ""
       const streams = parseStreams(request.query, "PodAttachOptions")
       if (streams instanceof ApiError.ApiError) return yield* Effect.fail(streams)
-      const protocol = yield* choose(request, exec)
+      const protocol = isSpdy(request) ? "" : yield* choose(request, exec)
       const t = yield* PodExec.target(context, namespace, name, request.query.get("container") ?? "", "attach")
       yield* PodExec.consent(context, namespace, name, t.labels, { _tag: "exec" }, "attach")
       yield* PodExec.admit(context, request.user, namespace, name, "attach", { apiVersion: "v1", kind: "PodAttachOptions", container: t.container, ...streams })
+      yield* refuseSpdy(request, "attach")
       const target = { node: t.node, namespace, pod: name, uid: t.uid, container: t.container }
       const session = yield* access().attach(target, { stdin: streams.stdin, tty: streams.tty })
       return upgrade(protocol, (socket) =>
@@ -234,16 +239,16 @@ export const portForwardHandler = (access: () => NodeAccess.NodeAccess, tunnel?:
     Effect.gen(function* () {
       const method = request.method.toUpperCase()
       if (method !== "GET" && method !== "POST") return yield* Effect.fail(PodExec.methodNotAllowed(request, "portforward"))
-      yield* refuseSpdy(request, "portforward")
       const namespace = route.namespace ?? ""
       const name = route.name ?? ""
-      const protocol = yield* choose(request, tunnel === undefined ? exec : [spdyTunnelProtocol, ...exec])
+      const protocol = isSpdy(request) ? spdyTunnelProtocol : yield* choose(request, tunnel === undefined ? exec : [spdyTunnelProtocol, ...exec])
       const ports = protocol === spdyTunnelProtocol ? [] : parsePorts(request.query)
       if (ports instanceof ApiError.ApiError) return yield* Effect.fail(ports)
       if (protocol !== spdyTunnelProtocol && ports.length === 0) return yield* Effect.fail(ApiError.of(Status.invalid({ group: "", kind: "PodPortForwardOptions" }, "", [FieldError.required("ports", "at least one port is required")])))
       const t = yield* PodExec.target(context, namespace, name, "", "portforward")
       yield* PodExec.consent(context, namespace, name, t.labels, { _tag: "portforward" }, "portforward")
       yield* PodExec.admit(context, request.user, namespace, name, "portforward", { apiVersion: "v1", kind: "PodPortForwardOptions", ports: [...ports] })
+      yield* refuseSpdy(request, "portforward")
       const target = { node: t.node, namespace, pod: name, uid: t.uid, container: t.container, podIP: t.podIP }
       const runtime = yield* Effect.runtime<never>()
       const open = async (port: number): Promise<ByteConnection> => {
