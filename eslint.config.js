@@ -51,7 +51,8 @@ const coreLayers = [
   ["policy"],
   ["admission"],
   ["controllers", "scheduler"],
-  ["agent"]
+  ["agent"],
+  ["federation"]
 ]
 
 const coreLayerPolicies = coreLayers.flatMap((rank, i) =>

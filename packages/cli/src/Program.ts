@@ -11,13 +11,14 @@ import * as Cluster from "./commands/Cluster.js"
 import * as Completion from "./commands/Completion.js"
 import * as Config from "./commands/Config.js"
 import * as Describe from "./commands/Describe.js"
+import * as Federation from "./commands/Federation.js"
 import * as Logs from "./commands/Logs.js"
 import * as Nodes from "./commands/Nodes.js"
 import * as Workloads from "./commands/Workloads.js"
 import * as Get from "./commands/Get.js"
 
 /** Every verb module, in help order. */
-const modules: ReadonlyArray<{ readonly register: (program: Command, env: Env) => void }> = [Get, Describe, Apply, Logs, Workloads, Nodes, Cluster, Config, Completion]
+const modules: ReadonlyArray<{ readonly register: (program: Command, env: Env) => void }> = [Get, Describe, Apply, Logs, Workloads, Nodes, Cluster, Federation, Config, Completion]
 
 /** The program, its verbs registered. */
 export const program = (env: Env = processEnv()): Command => {

@@ -8,8 +8,8 @@
  *
  *   api.handle ◀── InProcess.transport ◀── Client(loopback token) ◀── ControllerManager(elect?) ─▶ reconcilers
  */
-import { ApiClient, Authn, Client, type Controller, ControllerManager, Controllers, type Http, InProcess, LeaderElection, type Placement, Scheduler, Store } from "@koder/fleet-core"
-import { Effect, type Scope } from "effect"
+import { ApiClient, Authn, Client, type Controller, ControllerManager, Controllers, type Http, InProcess, LeaderElection, type Placement, Scheduler, Storage, Store } from "@koder/fleet-core"
+import { Effect, Schedule, type Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import { hostname } from "node:os"
 
@@ -29,6 +29,8 @@ export interface Options {
   readonly disabled: ReadonlyArray<string>
   /** Controller options (timings, ranges). */
   readonly controllers?: Omit<Controllers.Options, "disabled">
+  /** Reconcilers beyond the built-in set (the hub's federation controllers). */
+  readonly extra?: ReadonlyArray<Controller.Reconciler>
 }
 
 /** The identity of a node's agent (what a node credential authenticates as). */
@@ -50,9 +52,9 @@ export const loopback = (): { readonly token: string; readonly matches: (headers
 }
 
 /** Every controller the server runs, minus the disabled. */
-export const reconcilers = (options: Pick<Options, "disabled" | "controllers">): ReadonlyArray<Controller.Reconciler> => {
+export const reconcilers = (options: Pick<Options, "disabled" | "controllers" | "extra">): ReadonlyArray<Controller.Reconciler> => {
   const disabled = new Set(options.disabled)
-  return disabled.has("*") ? [] : Controllers.all({ ...options.controllers, disabled: [...disabled] })
+  return disabled.has("*") ? [] : [...Controllers.all({ ...options.controllers, disabled: [...disabled] }), ...(options.extra ?? []).filter((r) => !disabled.has(r.name))]
 }
 
 /** The names `--disable-controllers` accepts: every controller, and `scheduler`. */
@@ -75,6 +77,17 @@ export const start = (handle: InProcess.Handle, token: string, options: Options,
         plane.explain = scheduler.explain
         yield* Effect.addFinalizer(() => Effect.sync(() => delete plane.explain))
       })
+    // The built-in default class comes with its provisioner, as k3s's local-path (made again at
+    // every start when deleted; `--disable-controllers local-path-provisioner` leaves it out).
+    if (list.some((r) => r.name === "local-path-provisioner")) {
+      yield* Effect.forkScoped(
+        client.create({ ...Storage.localPathClass }).pipe(
+          Effect.catchIf((e) => e.status.code === 409, () => Effect.void),
+          Effect.retry(Schedule.spaced("1 second").pipe(Schedule.intersect(Schedule.recurs(30)))),
+          Effect.catchAll((e) => Effect.logWarning(`the local-path StorageClass could not be created: ${e.status.message ?? ""}`))
+        )
+      )
+    }
     yield* Effect.forkScoped(
       ControllerManager.run({
         reconcilers: list,

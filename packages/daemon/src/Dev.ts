@@ -45,6 +45,10 @@ A single-host cluster: API server, controllers, scheduler, box and agent in one 
   --nodeport-address A   where NodePort Services listen (default 127.0.0.1; off: nowhere)
   --lb-pool RANGES       LoadBalancer addresses (default 127.0.0.2-127.0.0.254, proxied on this host)
   --shim auto|sh         how the box starts containers (koder-fleet box --help; default auto)
+  --driver process|runc  how the box runs containers: process (default) runs commands on this host;
+                         runc runs OCI containers from images pulled from registries (root and runc)
+  --registries FILE      the runc driver's registries.yaml: mirrors, http endpoints, CAs, credentials
+                         (default DIR/registries.yaml, if present; koder-fleet box --help)
   --cgroups auto|none    the box's cgroups (koder-fleet box --help; default auto: limits enforced when root)
   --allow-unenforced-limits  run pods whose cpu/memory limits the box cannot enforce (no cgroup controllers:
                          unprivileged, or --cgroups none), each with a Warning Event (default: they fail,
@@ -66,6 +70,10 @@ export interface Config {
   readonly shim: ShimFlag.Shim
   /** The box's cgroups (`koder-fleet box --cgroups`). */
   readonly cgroups: "auto" | "none"
+  /** The box's driver (`koder-fleet box --driver`). */
+  readonly driver: "process" | "runc"
+  /** The runc driver's registries.yaml (undefined: the box's default). */
+  readonly registries: string | undefined
   /** Pods with limits the box cannot enforce run anyway (`--allow-unenforced-limits`). */
   readonly allowUnenforcedLimits: boolean
 }
@@ -95,6 +103,8 @@ export const parseFlags = (argv: ReadonlyArray<string>, env: Readonly<Record<str
   const nodePortText = take(args, "--nodeport-address") ?? "127.0.0.1"
   const shim = ShimFlag.parse(take(args, "--shim"))
   const cgroups = take(args, "--cgroups") ?? "auto"
+  const driver = take(args, "--driver") ?? "process"
+  const registries = take(args, "--registries")
   const allowAt = args.indexOf("--allow-unenforced-limits")
   if (allowAt >= 0) args.splice(allowAt, 1)
   if (!args.some((a) => a === "--lb-pool" || a.startsWith("--lb-pool="))) args.push("--lb-pool", "127.0.0.2-127.0.0.254")
@@ -105,8 +115,9 @@ export const parseFlags = (argv: ReadonlyArray<string>, env: Readonly<Record<str
     const usageInterval = yield* Server.parseDuration("--usage-interval", intervalText)
     if (typeof shim === "string") return yield* Either.left(new ConfigError({ message: shim }))
     if (cgroups !== "auto" && cgroups !== "none") return yield* Either.left(new ConfigError({ message: `--cgroups ${JSON.stringify(cgroups)}: expected auto or none` }))
+    if (driver !== "process" && driver !== "runc") return yield* Either.left(new ConfigError({ message: `--driver ${JSON.stringify(driver)}: expected process or runc` }))
     const reserved = reservedText === undefined ? {} : yield* Either.mapLeft(HostFacts.parseReserved(reservedText), (why) => new ConfigError({ message: `--reserved: ${why}` }))
-    return { server, nodeName, reserved, usageInterval, nodePortAddress: nodePortText === "off" ? undefined : nodePortText, shim: shim.shim, cgroups, allowUnenforcedLimits: allowAt >= 0 }
+    return { server, nodeName, reserved, usageInterval, nodePortAddress: nodePortText === "off" ? undefined : nodePortText, shim: shim.shim, cgroups, driver, registries: registries === undefined ? undefined : resolve(registries), allowUnenforcedLimits: allowAt >= 0 }
   })
 }
 
@@ -140,6 +151,8 @@ const node = (config: Config, thread: Worker, lost: Deferred.Deferred<never, { r
         boxDir: join(dataDir, "box"),
         shim: config.shim,
         cgroups: config.cgroups,
+        driver: config.driver,
+        registries: config.registries ?? join(dataDir, "registries.yaml"),
         allowUnenforcedLimits: config.allowUnenforcedLimits,
         agentDir: join(dataDir, "agent"),
         reserved: config.reserved,
@@ -162,11 +175,12 @@ const node = (config: Config, thread: Worker, lost: Deferred.Deferred<never, { r
         Effect.repeat(Schedule.spaced(config.usageInterval))
       )
     )
-    console.log(`koder-fleet dev: node ${node.nodeName} runs pods as processes (box ${node.box.name} ${node.box.version}, ${node.box.shim === undefined ? "" : `shim ${node.box.shim}, `}socket ${node.socketPath})`)
-    if (node.box.limitsEnforced === false)
-      console.log(
-        `koder-fleet dev: the box cannot enforce cpu and memory limits (no cgroups: not root, or --cgroups none); pods with limits ${config.allowUnenforcedLimits ? "run unenforced, each with a Warning Event" : "are refused (UnenforceableLimits; --allow-unenforced-limits runs them unenforced)"}`
-      )
+    // One write: whoever waits for the "runs pods" line has the limits line with it.
+    const limits =
+      node.box.limitsEnforced === false
+        ? `\nkoder-fleet dev: the box cannot enforce cpu and memory limits (no cgroups: not root, or --cgroups none); pods with limits ${config.allowUnenforcedLimits ? "run unenforced, each with a Warning Event" : "are refused (UnenforceableLimits; --allow-unenforced-limits runs them unenforced)"}`
+        : ""
+    console.log(`koder-fleet dev: node ${node.nodeName} runs pods as processes (box ${node.box.name} ${node.box.version}, ${node.box.shim === undefined ? "" : `shim ${node.box.shim}, `}socket ${node.socketPath})${limits}`)
   })
 
 /** The `dev` role's program (`RoleRuntime.run`): parse flags, run until interrupted; bad flags fail with exit code 2. */

@@ -19,6 +19,7 @@ import { type Http, Impersonation, Status, WatchBudget } from "@koder/fleet-core
 import { Cause, Deferred, Duration, Effect, Fiber, Runtime, type Scope } from "effect"
 import { createHash } from "node:crypto"
 import type { IncomingMessage, ServerResponse } from "node:http"
+import type { TLSSocket } from "node:tls"
 import type { ListenError } from "./DaemonError.js"
 import * as ApiListener from "./internal/ApiListener.js"
 import * as ClientSlots from "./internal/ClientSlots.js"
@@ -86,6 +87,8 @@ export interface Options extends Partial<Limits> {
   /** 0 picks a free port. */
   readonly port: number
   readonly tls: { readonly cert: string; readonly key: string }
+  /** Ask clients for a certificate and verify it against this CA (the hub: members' certificates). */
+  readonly clientCa?: string
 }
 
 /** A listening server. */
@@ -126,6 +129,30 @@ export const clientKey = (headers: IncomingMessage["headers"], remoteAddress: st
   return `addr:${remoteAddress ?? "unknown"}`
 }
 
+/**
+ * The header carrying the verified client certificate's subject to the authenticator. It is set
+ * only here, from a TLS handshake Node verified against the client CA; a request that sends one
+ * itself has it removed first.
+ */
+export const clientCertificateHeader = "x-fleet-verified-client-certificate"
+
+/** The verified client certificate of a request, as `clientCertificateHeader` carries it. */
+export interface VerifiedCertificate {
+  readonly commonName: string
+  readonly organizations: ReadonlyArray<string>
+  readonly serial: string
+}
+
+const verifiedCertificate = (req: IncomingMessage): string | undefined => {
+  const socket = req.socket as TLSSocket
+  if (socket.authorized !== true || typeof socket.getPeerCertificate !== "function") return undefined
+  const peer = socket.getPeerCertificate()
+  if (peer === undefined || peer.subject === undefined) return undefined
+  const o = peer.subject.O
+  const verified: VerifiedCertificate = { commonName: String(peer.subject.CN ?? ""), organizations: Array.isArray(o) ? o.map(String) : o === undefined ? [] : [String(o)], serial: String(peer.serialNumber ?? "").toLowerCase() }
+  return JSON.stringify(verified)
+}
+
 /** The request's headers by lower-case name, repeated impersonation headers kept apart. */
 const lowerCaseHeaders = (req: IncomingMessage): Record<string, string | undefined> => {
   const out: Record<string, string | undefined> = {}
@@ -134,6 +161,9 @@ const lowerCaseHeaders = (req: IncomingMessage): Record<string, string | undefin
     out[name.toLowerCase()] = Array.isArray(value) ? value.join(", ") : value
     if (name.startsWith("impersonate-")) impersonating = true
   }
+  delete out[clientCertificateHeader]
+  const certificate = verifiedCertificate(req)
+  if (certificate !== undefined) out[clientCertificateHeader] = certificate
   // Each Impersonate-Group line is one group, and a group name may hold ", ": their values are
   // kept apart with Impersonation.valueSeparator (a newline, which no header value can hold).
   if (impersonating) {
@@ -307,6 +337,7 @@ export const make = (options: Options): Effect.Effect<HttpServer, ListenError, S
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
     const { server, guard } = ApiListener.create({
       tls: options.tls,
+      ...(options.clientCa === undefined ? {} : { clientCa: options.clientCa }),
       firstRequestTimeout: limits.firstRequestTimeout,
       keepAliveTimeout: limits.keepAliveTimeout,
       maxConnectionsPerAddress: limits.maxConnectionsPerAddress

@@ -115,6 +115,11 @@ export const make = (store: Store.StoreService, client: { readonly cert: string;
         const query = new URLSearchParams({ port: String(port), podIP: t.podIP ?? "" })
         const url = `${(yield* base(t)).replace(/^https:/, "wss:")}/portforward?${query}`
         return StreamSockets.connectionOn(yield* StreamSockets.open(url, streamProtocol, wsOptions, (why) => unreachable(t.node, why)))
+      }),
+    processes: (t) =>
+      Effect.gen(function* () {
+        const r = yield* call(t, `${yield* base(t)}/processes`, { method: "GET" })
+        return (yield* Effect.promise(() => r.body.json())) as NodeAccess.ContainerProcesses
       })
   }
 }

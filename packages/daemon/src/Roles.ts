@@ -15,11 +15,11 @@ export const describe: Record<Role, string> = {
   server: "API server, controllers and scheduler of a member cluster",
   agent: "node agent: registers its Node and runs the pods bound to it",
   box: "the built-in kbox-compatible container runtime on a Unix socket",
-  hub: "federation hub: member registry, global scheduler, aggregated API"
+  hub: "federation hub: member clusters join it; their registry, health and Work"
 }
 
 /** Roles this build can run; the rest print that they are not built yet. */
-export const available: ReadonlyArray<Role> = ["dev", "server", "agent", "box"]
+export const available: ReadonlyArray<Role> = ["dev", "server", "agent", "box", "hub"]
 
 /** Parse a role name. */
 export const parse = (name: string | undefined): Role | undefined =>

@@ -6,16 +6,19 @@
  *   flags ─▶ data dir ─▶ Tls.ensure ─▶ Bootstrap.load ─▶ store ─▶ HttpServer ─▶ ApiServer
  *         ─▶ Bootstrap.publish (kubeconfig) ─▶ "listening" line ─▶ wait to be interrupted ─▶ drain
  */
-import { AdmissionPlugins, ApiServer, PodCidr, Binding, Client, Controllers, Eviction, FlowControl, type Http, InProcess, MetricsApi, MetricsSource, NodeAccess, Placement, PodExec, PodLog, PodStreams, Registry, type Store } from "@koder/fleet-core"
+import { isIP } from "node:net"
+import { AdmissionPlugins, ApiServer, PodCidr, Binding, Client, Controllers, CsrApproval, Eviction, FlowControl, type Http, InProcess, MemberAuthentication, MemberAuthorizer, MetricsApi, MetricsSource, NodeAccess, Placement, PodExec, PodLog, PodProcessMetrics, PodStreams, Registry, type Store } from "@koder/fleet-core"
 import { PgStore } from "@koder/fleet-store-pg"
 import { SqliteStore } from "@koder/fleet-store-sqlite"
 import { Duration, Effect, Either, Exit, Scope } from "effect"
-import { homedir } from "node:os"
+import { homedir, hostname } from "node:os"
 import { join, resolve } from "node:path"
 import { parseArgs } from "node:util"
 import * as Bootstrap from "./Bootstrap.js"
 import * as ControlPlane from "./ControlPlane.js"
 import { ConfigError, describe, type DaemonError, RoleExit } from "./DaemonError.js"
+import * as Hub from "./federation/HubControllers.js"
+import * as HubJoin from "./federation/HubJoin.js"
 import * as HttpServer from "./HttpServer.js"
 import * as DnsService from "./net/DnsService.js"
 import * as SpdyTunnel from "./net/SpdyTunnel.js"
@@ -25,6 +28,7 @@ import * as RoleRuntime from "./RoleRuntime.js"
 import { ensurePrivateDir } from "./internal/files.js"
 import * as Logging from "./observability/Logging.js"
 import * as MetricsServer from "./observability/MetricsServer.js"
+import * as NodeUsageScraper from "./observability/NodeUsageScraper.js"
 import * as SecurityFlags from "./security/Flags.js"
 import * as Security from "./security/Security.js"
 import * as Shutdown from "./Shutdown.js"
@@ -56,8 +60,14 @@ export interface Config {
   readonly clusterCidr: string
   /** Flags of the security components, passed through (see security/Context.ts). */
   readonly security: Readonly<Record<string, string | ReadonlyArray<string> | boolean | undefined>>
+  /** How often remote agents are asked for their usage (metrics.k8s.io; default 15s, metrics-server's resolution). */
+  readonly usageInterval?: Duration.Duration
   /** The HTTP(S) ingress (net/IngressProxy.ts); a listener undefined is off. */
   readonly ingress: { readonly http: IngressProxy.Listen | undefined; readonly https: IngressProxy.Listen | undefined; readonly timeouts: IngressProxy.Timeouts }
+  /** The hub role (federation/Hub.ts): its kinds, member certificates and controllers. */
+  readonly hub?: Hub.Settings
+  /** A member of a hub (`--join-hub`): joins it and runs the member agent. */
+  readonly joinHub?: HubJoin.Settings
 }
 
 /** `koder-fleet server --help`. */
@@ -69,6 +79,10 @@ export const usage = `usage: koder-fleet server [flags]
   --pg-schema NAME             PostgreSQL schema (default fleet)
   --listen HOST:PORT           HTTPS address (default 0.0.0.0:9300; port 0 picks a free one)
   --region NAME                region label of new objects (default local)
+  --join-hub URL               join the hub at URL as a member (pull mode: the member dials out)
+  --hub-token TOKEN            the hub's join token (koder-fleet hub prints it), for the first join
+  --hub-ca-hash sha256:HEX     the hub CA's public key hash (koder-fleet hub prints it)
+  --member-name NAME           this member's name at the hub (default: the host name)
   --tls-san NAME               extra subject alternative name, IP or DNS (repeatable, comma-separated)
   --tls-cert FILE              serve this certificate (PEM) instead of a generated one; needs --tls-key
   --tls-key FILE               the key of --tls-cert (PEM)
@@ -82,6 +96,8 @@ export const usage = `usage: koder-fleet server [flags]
                                a connection must finish TLS and send its first request's headers in this
                                time, or it is closed (default 10s)
   --max-connections-per-ip N   connections one client address may hold at once (default 4096; 0: no limit)
+  --usage-interval DURATION    how often joined agents are asked for their pods' usage, served as
+                               metrics.k8s.io to kubectl top and the HPA (default 15s)
   --request-timeout DURATION   time limit of a non-watch request, e.g. 60s, 500ms, 2m (default 60s)
   --workload-seats N           users' writes served at once; more wait their turn, fairly by user, so the
                                nodes' and controllers' own requests go first (default 2; 0: no limit)
@@ -151,6 +167,7 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
             region: { type: "string" },
             "tls-san": { type: "string", multiple: true },
             "metrics-listen": { type: "string" },
+            "usage-interval": { type: "string" },
             "tls-cert": { type: "string" },
             "tls-key": { type: "string" },
             "tls-ca": { type: "string" },
@@ -170,6 +187,10 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
             "ingress-tls-listen": { type: "string" },
             "ingress-timeout": { type: "string" },
             "ingress-connect-timeout": { type: "string" },
+            "join-hub": { type: "string" },
+            "hub-token": { type: "string" },
+            "hub-ca-hash": { type: "string" },
+            "member-name": { type: "string" },
             ...SecurityFlags.options
           }
         }).values,
@@ -193,6 +214,10 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
     const clusterCidr = parsed["cluster-cidr"] ?? PodCidr.defaultClusterCidr
     const cidrPlan = PodCidr.plan(clusterCidr)
     if (Either.isLeft(cidrPlan)) return yield* fail(`--cluster-cidr ${JSON.stringify(clusterCidr)}: ${cidrPlan.left}`)
+    const joinHub = parsed["join-hub"]
+    if (joinHub !== undefined && !/^https:\/\/[^/\s]+\/?$/.test(joinHub)) return yield* fail(`--join-hub ${JSON.stringify(joinHub)}: expected https://HOST:PORT`)
+    const memberName = parsed["member-name"] ?? hostname().toLowerCase().replace(/[^a-z0-9-]/g, "-").replace(/^-+|-+$/g, "").slice(0, 50)
+    if (joinHub !== undefined && !/^[a-z0-9]([-a-z0-9]{0,48}[a-z0-9])?$/.test(memberName)) return yield* fail(`--member-name ${JSON.stringify(memberName)}: expected a DNS label of at most 50 characters`)
     const region = parsed.region ?? "local"
     if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(region)) return yield* fail(`--region ${JSON.stringify(region)}: expected a label value (lower-case letters, digits, '-', '.')`)
     return {
@@ -201,6 +226,7 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
       listen: yield* parseListen(parsed.listen ?? "0.0.0.0:9300"),
       region,
       metrics: yield* MetricsServer.parseListen(parsed["metrics-listen"]),
+      ...(parsed["usage-interval"] === undefined ? {} : { usageInterval: yield* parseDuration("--usage-interval", parsed["usage-interval"]) }),
       tls: {
         sans: (parsed["tls-san"] ?? []).flatMap((s) => s.split(",")).map((s) => s.trim()).filter((s) => s !== ""),
         cert: parsed["tls-cert"],
@@ -219,6 +245,9 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
         https: yield* parseListener("--ingress-tls-listen", parsed["ingress-tls-listen"], "127.0.0.1:8443"),
         timeouts: yield* parseIngressTimeouts(parsed["ingress-timeout"], parsed["ingress-connect-timeout"])
       },
+      ...(joinHub === undefined
+        ? {}
+        : { joinHub: { hub: joinHub.replace(/\/$/, ""), token: parsed["hub-token"], caHash: parsed["hub-ca-hash"], member: memberName } }),
       security: Object.fromEntries(Object.keys(SecurityFlags.options).map((k) => [k, (parsed as Record<string, string | undefined>)[k]])),
       workloadSeats: yield* parseCount("--workload-seats", parsed["workload-seats"], FlowControl.defaultSeats, "no limit"),
       limits: {
@@ -292,6 +321,10 @@ export interface Alongside {
   readonly dns: { readonly host: string; readonly port: number } | undefined
 }
 
+/** A client of this server's own API through the loopback (the control plane's identity). */
+const loopbackClient = (handle: InProcess.Handle, token: string, client: string) =>
+  Client.make({ server: "https://loopback.fleet.internal", token, transport: InProcess.transport(handle, { client }) })
+
 /**
  * Run the server until it is interrupted (a signal, `RoleRuntime`) or `stop` completes (default:
  * never), then drain and close; a failure of `stop` closes it without the drain first.
@@ -309,9 +342,11 @@ export const run = (
         try: () => ensurePrivateDir(config.dataDir),
         catch: (e) => new ConfigError({ message: `cannot create the data dir ${config.dataDir}: ${describe(e)}` })
       })
+      const serviceRange = typeof config.security["service-cluster-ip-range"] === "string" ? config.security["service-cluster-ip-range"] : undefined
       const tls = yield* Tls.ensure({
         dataDir: config.dataDir,
-        extraSans: config.tls.sans,
+        // In-cluster clients reach the API as kubernetes.default.svc or at its ClusterIP.
+        extraSans: [...config.tls.sans, ...Controllers.KubernetesService.sans(serviceRange)],
         ...(config.tls.cert === undefined ? {} : { certFile: config.tls.cert }),
         ...(config.tls.key === undefined ? {} : { keyFile: config.tls.key }),
         ...(config.tls.ca === undefined ? {} : { caFile: config.tls.ca })
@@ -325,10 +360,12 @@ export const run = (
       yield* Effect.addFinalizer(() => Scope.close(apiScope, Exit.void))
       // The chain includes the CA, so a joining agent can pick it out by the hash it was given.
       const chain = tls.ca === undefined || tls.cert.includes(tls.ca.trim()) ? tls.cert : `${tls.cert.trimEnd()}\n${tls.ca}`
-      const http = yield* HttpServer.make({ host: config.listen.host, port: config.listen.port, tls: { cert: chain, key: tls.key }, ...config.limits })
+      // The hub asks for members' certificates (its own CA signs them).
+      const clientCa = config.hub === undefined || tls.ca === undefined ? {} : { clientCa: tls.ca }
+      const http = yield* HttpServer.make({ host: config.listen.host, port: config.listen.port, tls: { cert: chain, key: tls.key }, ...clientCa, ...config.limits })
       const host = advertisedHost(http.address.host)
       const address = `${urlHost(host)}:${http.address.port}`
-      const registry = Registry.make()
+      const registry = Registry.make({ federation: config.hub !== undefined })
       const security = yield* Security.make({
         dataDir: config.dataDir,
         store,
@@ -337,7 +374,8 @@ export const run = (
         address,
         region: config.region,
         caPem: tls.ca,
-        flags: config.security
+        flags: config.security,
+        hub: config.hub !== undefined
       }).pipe(Scope.extend(apiScope))
       // Usage samples agents report, served as metrics.k8s.io (what `top` and the HPA read).
       const metrics = MetricsSource.makeMemory()
@@ -355,15 +393,26 @@ export const run = (
       const nodeClient = yield* Effect.promise(() => Tls.issueNodeClient(config.dataDir).catch(() => undefined))
       const remote = nodeClient === undefined ? NodeAccess.none : RemoteNodeAccess.make(store, nodeClient)
       let access: NodeAccess.NodeAccess = remote
+      // Joined agents' usage, scraped as metrics-server would (in-process nodes record their own).
+      let localNodes: ReadonlySet<string> = new Set()
+      if (nodeClient !== undefined)
+        yield* Effect.forkIn(
+          NodeUsageScraper.run({ store, client: nodeClient, metrics, interval: config.usageInterval ?? Duration.seconds(15), local: () => localNodes }),
+          apiScope
+        )
       const api = yield* ApiServer.make({
         store,
         registry,
         authenticate: (headers) => {
           if (loopback.matches(headers)) return Effect.succeed(ControlPlane.controllerUser)
+          const certificate = config.hub === undefined ? undefined : MemberAuthentication.parse(headers[HttpServer.clientCertificateHeader])
+          if (certificate !== undefined) {
+            return Effect.flatMap(MemberAuthentication.authenticate(store, certificate, security.transformer), (member) => (member !== undefined ? Effect.succeed(member) : security.authenticate(headers)))
+          }
           const node = nodeTokens.size === 0 ? undefined : nodeOf(headers)
           return node !== undefined ? Effect.succeed(ControlPlane.nodeUser(node)) : security.authenticate(headers)
         },
-        authorize: security.authorize,
+        authorize: config.hub === undefined ? security.authorize : MemberAuthorizer.chain(security.authorize),
         admission: security.admission,
         transformer: security.transformer,
         flowControl: { seats: config.workloadSeats, maxWait: Duration.millis(Duration.toMillis(config.limits.requestTimeout) / 4) },
@@ -372,7 +421,9 @@ export const run = (
           Binding.handler,
           Eviction.subresource,
           Placement.handler(() => plane.explain),
+          ...(config.hub === undefined ? [] : [CsrApproval.handler]),
           PodLog.handler(() => access),
+          PodProcessMetrics.handler(() => access),
           PodStreams.execHandler(() => access),
           PodStreams.attachHandler(() => access),
           PodStreams.portForwardHandler(() => access, SpdyTunnel.tunnel),
@@ -393,9 +444,16 @@ export const run = (
       yield* ControlPlane.start(api.handle, loopback.token, {
         store,
         elect: config.store._tag === "postgres",
-        disabled: config.disabledControllers,
+        disabled: config.hub === undefined ? config.disabledControllers : [...config.disabledControllers, ...Hub.notOnTheHub],
+        ...(config.hub === undefined ? {} : { extra: Hub.reconcilers(config.hub, config.dataDir) }),
         controllers: {
           nodeIpam: { clusterCidr: config.clusterCidr },
+          // The Service's endpoint must be an address; a host name (a --listen of "localhost") has none to publish.
+          kubernetesService: {
+            ...(isIP(host) === 0 ? {} : { endpoint: { address: host, port: http.address.port } }),
+            ...(serviceRange === undefined ? {} : { serviceRange })
+          },
+          rootCaPublisher: { caPem: tls.ca ?? tls.cert },
           ...(config.lbPool === undefined ? {} : { serviceLoadBalancer: { pool: config.lbPool } }),
           ...(typeof config.security["service-cluster-ip-range"] === "string" ? { clusterIpRepair: { range: config.security["service-cluster-ip-range"] } } : {})
         }
@@ -423,6 +481,9 @@ export const run = (
               Scope.extend(apiScope)
             )
 
+      // A member of a hub: join it (pull mode) and run the member agent beside the control plane.
+      if (config.joinHub !== undefined) yield* Effect.forkIn(HubJoin.run(config.joinHub, { ...config, local: loopbackClient(api.handle, loopback.token, "fleet-member-agent"), version: HubJoin.fleetVersion }), apiScope)
+
       if (alongside !== undefined) {
         yield* alongside({
           dns: dns === undefined ? undefined : { host: advertisedHost(dns.host), port: dns.port },
@@ -432,7 +493,10 @@ export const run = (
             nodeTokens.set(node, token)
             return token
           },
-          setLocalNodes: (local) => (access = NodeAccess.routed(local, remote)),
+          setLocalNodes: (local) => {
+            localNodes = new Set(local.keys())
+            access = NodeAccess.routed(local, remote)
+          },
           metrics,
           store,
           server: `https://${address}`,
@@ -442,10 +506,10 @@ export const run = (
 
       const published = yield* Bootstrap.publish(config.dataDir, credentials, { server: `https://${address}`, caPem: tls.ca })
       if (published.newToken !== undefined) {
-        console.log(`koder-fleet server: bootstrap admin token (shown only this once; it is in ${published.kubeconfig}): ${published.newToken}`)
+        console.log(`koder-fleet ${role}: bootstrap admin token (shown only this once; it is in ${published.kubeconfig}): ${published.newToken}`)
       }
       if (published.warning !== undefined) console.error(`koder-fleet server: ${published.warning}`)
-      for (const line of security.banner) console.log(`koder-fleet server: ${line}`)
+      for (const line of security.banner) console.log(`koder-fleet ${role}: ${line}`)
       if (ingress !== undefined) console.log(`koder-fleet ${role}: ${IngressProxy.describeListeners(ingress)}`)
       if (dns !== undefined) console.log(`koder-fleet ${role}: DNS on ${urlHost(dns.host)}:${dns.port} (udp, tcp)`)
       if (metricsServer !== undefined) console.log(`koder-fleet ${role}: metrics on http://${urlHost(metricsServer.address.host)}:${metricsServer.address.port}/metrics`)

@@ -66,6 +66,8 @@ if (logFlags._tag === "Left" || shutdownFlag._tag === "Left") {
     RoleRuntime.run(Effect.flatMap(Effect.promise(() => import("./Server.js")), (Server) => Server.program(args)))
   } else if (role === "agent") {
     RoleRuntime.run(Effect.flatMap(Effect.promise(() => import("./agent/AgentRole.js")), (AgentRole) => AgentRole.program(args)))
+  } else if (role === "hub") {
+    RoleRuntime.run(Effect.flatMap(Effect.promise(() => import("./federation/HubRole.js")), (HubRole) => HubRole.program(args)))
   } else if (role === "dev") {
     RoleRuntime.run(Effect.flatMap(Effect.promise(() => import("./Dev.js")), (Dev) => Dev.program(args)))
   } else if (role === "box") {
@@ -77,7 +79,7 @@ if (logFlags._tag === "Left" || shutdownFlag._tag === "Left") {
     RoleRuntime.run(Effect.uninterruptible(Effect.flatMap(box, (code) => (code === 0 ? Effect.void : Effect.fail(new RoleExit({ code }))))))
   } else if (!Roles.available.includes(role)) {
     console.log(
-      `koder-fleet ${role}: not built yet. This build has dev, server, agent and box: run \`koder-fleet dev\` (see README.md).`
+      `koder-fleet ${role}: not built yet. This build has dev, server, agent, box and hub: run \`koder-fleet dev\` (see README.md).`
     )
   }
 }

@@ -29,11 +29,19 @@ describe("koder-fleet", () => {
     expect(r.stderr).toContain('unknown role "frobnicate"')
   })
 
-  it("says the hub is not built yet and points to dev", async () => {
-    const r = await koderFleet("hub")
-    expect(r.code).toBe(0)
-    expect(r.stdout).toContain("not built yet")
-    expect(r.stdout).toContain("koder-fleet dev")
+  it("documents the hub's flags and refuses a grace period shorter than a heartbeat", async () => {
+    const help = await koderFleet("hub", "--help")
+    expect(help.code).toBe(0)
+    for (const flag of ["--listen", "0.0.0.0:9400", "--data-dir", "--member-grace-period"]) expect(help.stdout).toContain(flag)
+    const bad = await koderFleet("hub", "--member-grace-period", "5s")
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toContain("longer than a member's 10 s heartbeat")
+    expect(help.stdout).toContain("--auto-approve-members")
+    const pattern = await koderFleet("hub", "--auto-approve-members", "lab-(")
+    expect(pattern.code).toBe(2)
+    expect(pattern.stderr).toContain('--auto-approve-members "lab-("')
+    const server = await koderFleet("server", "--help")
+    for (const flag of ["--join-hub", "--hub-token", "--hub-ca-hash", "--member-name"]) expect(server.stdout).toContain(flag)
   })
 
   it("documents the dev, agent and box flags", async () => {

@@ -4,10 +4,12 @@
  * is decoded with core's Runtime Schemas, so a misbehaving daemon shows as `Unavailable`, never
  * as a malformed object inside the agent.
  */
-import { Runtime } from "@koder/fleet-core"
+import { Runtime, type StreamSession } from "@koder/fleet-core"
 import { Effect, Layer, Schema, Stream } from "effect"
 import type { Scope } from "effect"
 import { Pool } from "undici"
+import WebSocket from "ws"
+import * as KboxStreams from "./KboxStreams.js"
 import * as KboxWire from "./KboxWire.js"
 
 /** Where and how to reach the daemon. */
@@ -50,6 +52,30 @@ export const layer = (options: Options): Layer.Layer<Runtime.Runtime> => Layer.s
 const unavailable = (cause: unknown) =>
   new Runtime.Unavailable({
     message: `kbox: ${cause instanceof Error ? `${cause.message}${"code" in cause ? ` (${String(cause.code)})` : ""}` : String(cause)}`
+  })
+
+/**
+ * A stream (exec, attach) on its own WebSocket over the socket: an error the daemon answers
+ * instead of the handshake is the port's error, as a call's would be.
+ */
+const stream = (socketPath: string, path: string): Effect.Effect<StreamSession.StreamSession, Runtime.RuntimeError> =>
+  Effect.async<StreamSession.StreamSession, Runtime.RuntimeError>((resume) => {
+    const ws = new WebSocket(`ws+unix://${socketPath}:${KboxWire.prefix}${path}`, [KboxStreams.protocol], { perMessageDeflate: false, handshakeTimeout: 30_000 })
+    let settled = false
+    const settle = (e: Effect.Effect<StreamSession.StreamSession, Runtime.RuntimeError>) => {
+      if (settled) return
+      settled = true
+      resume(e)
+    }
+    ws.once("open", () => settle(Effect.succeed(KboxStreams.sessionOn(ws))))
+    ws.once("unexpected-response", (_req, res) => {
+      let text = ""
+      res.on("data", (c: Buffer) => (text += c.toString()))
+      res.on("end", () => settle(Effect.fail(KboxWire.decodeError(res.statusCode ?? 500, text))))
+      res.on("error", (e) => settle(Effect.fail(unavailable(e))))
+    })
+    ws.once("error", (e) => settle(Effect.fail(unavailable(e))))
+    return Effect.sync(() => ws.terminate())
   })
 
 /** A client over an existing undici dispatcher (the caller owns its lifetime). */
@@ -156,8 +182,16 @@ export const makeWith = (pool: Pool, options: Options): Runtime.RuntimeService =
         ReadonlyArray<Runtime.Process>,
         Runtime.NotFound | Runtime.Unavailable
       >,
-    execStream: () => Effect.fail(new Runtime.Unsupported({ message: "streaming exec over the kbox socket is being built" })),
-    attach: () => Effect.fail(new Runtime.Unsupported({ message: "attach over the kbox socket is being built" })),
+    execStream: (id, request) =>
+      stream(options.socketPath, `/containers/${enc(id)}/exec${KboxStreams.execQuery(request)}`) as Effect.Effect<
+        StreamSession.StreamSession,
+        Runtime.NotFound | Runtime.Invalid | Runtime.Unavailable | Runtime.Unsupported
+      >,
+    attach: (id, request) =>
+      stream(options.socketPath, `/containers/${enc(id)}/attach${KboxStreams.attachQuery(request)}`) as Effect.Effect<
+        StreamSession.StreamSession,
+        Runtime.NotFound | Runtime.Invalid | Runtime.Unavailable | Runtime.Unsupported
+      >,
     applyNetworkPolicy: (id, rules) =>
       decoded(Runtime.NetworkPolicyApplied, "POST", `/containers/${enc(id)}/network-policy`, rules) as Effect.Effect<
         Runtime.NetworkPolicyApplied,
@@ -174,7 +208,13 @@ export const makeWith = (pool: Pool, options: Options): Runtime.RuntimeService =
     list: decoded(ImageList, "GET", "/images").pipe(
       Effect.map((l) => l.items),
       onlyUnavailable
-    )
+    ),
+    // A pull of a large image over a slow link takes minutes; the box bounds each blob itself.
+    pull: (request) =>
+      decoded(Runtime.PullResult, "POST", "/images/pull", request, pullTimeoutMs) as Effect.Effect<
+        Runtime.PullResult,
+        Runtime.NotFound | Runtime.Invalid | Runtime.Unavailable | Runtime.Unsupported
+      >
   }
 
   return {
@@ -184,6 +224,9 @@ export const makeWith = (pool: Pool, options: Options): Runtime.RuntimeService =
     images
   }
 }
+
+/** How long a pull may take before the client gives up on the box's answer. */
+export const pullTimeoutMs = 30 * 60_000
 
 /**
  * Calls whose contract only fails with `Unavailable`: any other error the daemon sends (it

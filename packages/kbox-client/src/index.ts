@@ -4,3 +4,4 @@
  */
 export * as KboxClient from "./KboxClient.js"
 export * as KboxWire from "./KboxWire.js"
+export * as KboxStreams from "./KboxStreams.js"

@@ -5,6 +5,8 @@
  * writing any other pod field are refused; node labels under `node-restriction.kubernetes.io/`
  * are reserved for administrators, and a node may not change its own taints once registered (it
  * could lift a NoSchedule/NoExecute taint and draw workloads to itself). Evictions and
+ * A node's update of a PersistentVolume (the local-path volumes made on it, which the Node
+ * authorizer lets it patch) may change only the finalizers. Evictions and
  * TokenRequests by a node are checked where they are served (`Eviction.ts`,
  * `ServiceAccountTokens.ts`), as they skip admission. Other resources are left to RBAC. Refusals
  * are 403 with kube-apiserver's messages.
@@ -71,6 +73,16 @@ export const decide = (request: Pick<Admission.Request, "operation" | "user" | "
         if (nodeNameOf(request.oldObject ?? request.object) !== node) return `node "${node}" can only delete pods with spec.nodeName set to itself`
         return undefined
     }
+  }
+  if (r.group === "" && r.plural === "persistentvolumes" && request.operation === "UPDATE" && request.oldObject !== undefined) {
+    // The node's agent removes its local-path finalizer once the directory is gone: nothing else.
+    const rest = (o: unknown) => {
+      const m = { ...asObject(asObject(o)["metadata"]) }
+      for (const k of ["finalizers", "resourceVersion", "managedFields", "generation"]) delete m[k]
+      return { ...asObject(o), metadata: m }
+    }
+    if (!jsonEqual(rest(request.object), rest(request.oldObject))) return `node "${node}" can only remove finalizers of persistentvolumes`
+    return undefined
   }
   if (r.group === "coordination.k8s.io" && r.plural === "leases") {
     if (request.namespace !== leaseNamespace) return `can only access leases in the "${leaseNamespace}" namespace`

@@ -18,11 +18,14 @@ import type * as Admission from "../api/Admission.js"
 import type { Transformer } from "../api/Transformer.js"
 import type { StoreService } from "../store/Store.js"
 import * as ClusterIpAllocator from "./ClusterIpAllocator.js"
+import * as CsrRequester from "./CsrRequester.js"
 import * as DefaultServiceAccount from "./DefaultServiceAccount.js"
 import * as DefaultTolerationSeconds from "./DefaultTolerationSeconds.js"
 import * as IngressHostOwnership from "./IngressHostOwnership.js"
 import * as LimitRanger from "./LimitRanger.js"
 import * as Priority from "./Priority.js"
+import * as DefaultStorageClass from "./DefaultStorageClass.js"
+import * as PersistentVolumeClaimResize from "./PersistentVolumeClaimResize.js"
 import * as NamespaceLifecycle from "./NamespaceLifecycle.js"
 import * as NodePortAllocator from "./NodePortAllocator.js"
 import * as NodeRestriction from "./NodeRestriction.js"
@@ -32,6 +35,7 @@ import * as ResourceQuota from "./ResourceQuotaAdmission.js"
 import * as Webhooks from "./Webhooks.js"
 
 export * as ClusterIpAllocator from "./ClusterIpAllocator.js"
+export * as CsrRequester from "./CsrRequester.js"
 export * as DefaultServiceAccount from "./DefaultServiceAccount.js"
 export * as DefaultTolerationSeconds from "./DefaultTolerationSeconds.js"
 export * as IngressHostOwnership from "./IngressHostOwnership.js"
@@ -41,6 +45,8 @@ export * as NodePortAllocator from "./NodePortAllocator.js"
 export * as NodeRestriction from "./NodeRestriction.js"
 export * as PodSecurity from "./PodSecurityAdmission.js"
 export * as Priority from "./Priority.js"
+export * as DefaultStorageClass from "./DefaultStorageClass.js"
+export * as PersistentVolumeClaimResize from "./PersistentVolumeClaimResize.js"
 export * as RegionLabel from "./RegionLabel.js"
 export * as ResourceQuota from "./ResourceQuotaAdmission.js"
 export * as Webhooks from "./Webhooks.js"
@@ -49,10 +55,13 @@ export * as Webhooks from "./Webhooks.js"
 export const order: ReadonlyArray<string> = [
   NamespaceLifecycle.name,
   NodeRestriction.name,
+  CsrRequester.name,
   DefaultServiceAccount.name,
   PodSecurity.name,
   Priority.name,
   DefaultTolerationSeconds.name,
+  PersistentVolumeClaimResize.name,
+  DefaultStorageClass.name,
   LimitRanger.name,
   "MutatingAdmissionWebhook",
   RegionLabel.name,
@@ -94,10 +103,13 @@ export const make = (options: Options): Effect.Effect<ReadonlyArray<Admission.Pl
     return [
       NamespaceLifecycle.make(stored),
       NodeRestriction.make(),
+      CsrRequester.make(),
       DefaultServiceAccount.make({ ...stored, ...options.serviceAccount }),
       PodSecurity.make({ ...stored, ...options.podSecurity }),
       Priority.make(stored),
       DefaultTolerationSeconds.make(options.tolerations),
+      PersistentVolumeClaimResize.make(stored),
+      DefaultStorageClass.make(stored),
       LimitRanger.make(stored),
       ...(webhooks === undefined ? [] : [webhooks.mutating]),
       RegionLabel.make({ region: options.region }),

@@ -8,6 +8,7 @@ import { Clock, Duration, Effect, Either, Option } from "effect"
 import type * as Pod from "../model/Pod.js"
 import type * as Runtime from "../runtime/Runtime.js"
 import * as ContainerSpec from "./ContainerSpec.js"
+import * as ImagePull from "./ImagePull.js"
 import type * as HandlerRunner from "./HandlerRunner.js"
 import type * as PodStates from "./PodStates.js"
 import * as PodSync from "./PodSync.js"
@@ -67,7 +68,20 @@ export const start = (
 ) =>
   Effect.gen(function* () {
     const caps = yield* deps.capabilities.get
-    const spec = ContainerSpec.make(pod, action.container, action.attempt, action.init, lookup, plan, deps.specContext(state, caps))
+    let image: Runtime.Image | undefined
+    if (caps.imagePull === true) {
+      const secrets = (pod.spec.imagePullSecrets ?? []).flatMap((r) => {
+        const s = r.name === undefined ? undefined : lookup.secret(r.name)
+        return s === undefined ? [] : [s]
+      })
+      const ready = yield* ImagePull.ensure(deps, pod, state, action.container, secrets)
+      if (ready === undefined) return false
+      image = ready.image
+    } else if (action.attempt === 0 && (action.container.image ?? "") !== "") {
+      // Said once per container, so `describe` explains why the image's files are not what runs.
+      yield* deps.emit(pod, "Normal", "ImageNotUsed", `Image "${action.container.image}" is not pulled: the ${caps.drivers.join("/") || "process"} runtime runs the container's command on the host`)
+    }
+    const spec = ContainerSpec.make(pod, action.container, action.attempt, action.init, lookup, plan, deps.specContext(state, caps), image?.config)
     if (Either.isLeft(spec)) {
       state.waiting.set(action.container.name, { reason: "CreateContainerConfigError", message: spec.left })
       yield* deps.emit(pod, "Warning", "Failed", `Error: ${spec.left}`)

@@ -85,6 +85,7 @@ export const observe = (c: Runtime.Container): ObservedContainer => {
     createdAtMs: ms(c.createdAt) ?? 0,
     ...(startedAtMs === undefined ? {} : { startedAtMs }),
     ...(finishedAtMs === undefined ? {} : { finishedAtMs }),
-    ...(c.spec.image === undefined ? {} : { image: c.spec.image })
+    ...(c.spec.image === undefined ? {} : { image: c.spec.image }),
+    ...(c.imageRef === undefined ? {} : { imageRef: c.imageRef })
   }
 }

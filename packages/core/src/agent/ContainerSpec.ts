@@ -56,6 +56,45 @@ export const resourcesOf = (container: Pod.Container): Runtime.Resources => {
   }
 }
 
+/** The image's `KEY=VALUE` variables (below the container's own). */
+export const imageEnv = (image: Runtime.ImageConfig | undefined): Record<string, string> => {
+  const out: Record<string, string> = {}
+  for (const kv of image?.env ?? []) {
+    const eq = kv.indexOf("=")
+    if (eq > 0) out[kv.slice(0, eq)] = kv.slice(eq + 1)
+  }
+  return out
+}
+
+/**
+ * The command line with the image's defaults, as Kubernetes merges them: `command` replaces the
+ * entrypoint and drops the image's cmd; `args` alone replace the cmd after the entrypoint;
+ * neither: entrypoint then cmd.
+ */
+export const withImage = (
+  line: { readonly command: ReadonlyArray<string>; readonly args: ReadonlyArray<string> },
+  image: Runtime.ImageConfig | undefined
+): { readonly command: ReadonlyArray<string>; readonly args: ReadonlyArray<string> } => {
+  if (image === undefined || line.command.length > 0) return line
+  const entrypoint = image.entrypoint ?? []
+  const args = line.args.length > 0 ? line.args : (image.cmd ?? [])
+  // An image without an entrypoint runs its cmd (or the args) as the command.
+  return entrypoint.length > 0 ? { command: entrypoint, args } : { command: args.slice(0, 1), args: args.slice(1) }
+}
+
+/**
+ * The image's numeric `User` (`uid` or `uid:gid`) when the pod names no `runAsUser`. Named users
+ * and root are left to the runtime, which runs the container as the uid it allocated for the pod.
+ */
+export const imageUser = (image: Runtime.ImageConfig | undefined, security: Runtime.Security): Runtime.User | undefined => {
+  const m = /^(\d+)(?::(\d+))?$/.exec(image?.user ?? "")
+  if (m === null) return undefined
+  const uid = Number(m[1])
+  if (uid === 0) return undefined
+  const gid = m[2] === undefined ? security.runAsGroup : Number(m[2])
+  return { uid, ...(gid === undefined ? {} : { gid }), ...(security.supplementalGroups === undefined ? {} : { supplementalGroups: security.supplementalGroups }) }
+}
+
 /** The spec of attempt `attempt` of `container`, or why it cannot be made. */
 export const make = (
   pod: Pod.Pod,
@@ -64,16 +103,17 @@ export const make = (
   init: boolean,
   lookup: VolumePlan.Lookup,
   plan: VolumePlan.Plan,
-  context: Context
+  context: Context,
+  image?: Runtime.ImageConfig
 ): Either.Either<Runtime.ContainerSpec, string> => {
   const caps = context.capabilities
   const hostPorts = context.hostPorts
   const initial = [...HostPorts.env(hostPorts, container.name), ...(caps.bindMounts ? [] : VolumePlan.mountEnv(container, plan))]
   const env = ContainerEnv.resolve(pod, container, lookup, { hostIP: context.hostIP, podIP: context.podIP, nodeAllocatable: context.nodeAllocatable, initial })
   if (Either.isLeft(env)) return Either.left(env.left)
-  const vars: Record<string, string> = { ...context.defaultEnv, HOSTNAME: pod.spec.hostname ?? pod.metadata.name ?? "" }
+  const vars: Record<string, string> = { ...context.defaultEnv, ...imageEnv(image), HOSTNAME: pod.spec.hostname ?? pod.metadata.name ?? "" }
   for (const v of env.right) vars[v.name] = v.value
-  const line = ContainerEnv.commandLine(container, env.right)
+  const line = withImage(ContainerEnv.commandLine(container, env.right), image)
   const oci = caps.isolation === "oci"
   // Without an image there is no entrypoint: the args are the command.
   const command = line.command.length > 0 || oci ? line.command : line.args
@@ -81,6 +121,8 @@ export const make = (
   if (command.length === 0 && !oci) return Either.left(`container "${container.name}" has no command to run on this runtime (${caps.drivers.join(", ") || "no image support"})`)
   const security = ContainerSecurity.resolve(pod, container)
   if (Either.isLeft(security)) return Either.left(security.left)
+  const user = security.right.user ?? imageUser(image, security.right.security)
+  const workingDir = container.workingDir ?? (image?.workingDir === "" ? undefined : image?.workingDir)
   const resources = resourcesOf(container)
   return Either.right({
     sandboxId: context.sandboxId,
@@ -90,8 +132,8 @@ export const make = (
     command,
     ...(args.length > 0 ? { args } : {}),
     env: vars,
-    ...(container.workingDir === undefined ? {} : { workingDir: container.workingDir }),
-    ...(security.right.user !== undefined && caps.runAsUser ? { user: security.right.user } : {}),
+    ...(workingDir === undefined ? {} : { workingDir }),
+    ...(user !== undefined && caps.runAsUser ? { user } : {}),
     security: security.right.security,
     mounts: plan.mounts.get(container.name) ?? [],
     ...(Object.keys(resources).length > 0 ? { resources } : {}),

@@ -72,7 +72,7 @@ export const make = (deps: Deps, state: State = { nodeUid: undefined, lastReport
     let node: JsonObject
     if (created._tag === "Right") node = created.right
     else if (created.left.status.code === 409) {
-      node = yield* client.patch(ResourceRefs.Node, undefined, nodeName, "merge", { metadata: { labels: NodeStatus.labelsOf(facts) } })
+      node = yield* client.patch(ResourceRefs.Node, undefined, nodeName, "merge", { metadata: { labels: NodeStatus.labelsOf(facts), ...(facts.annotations === undefined ? {} : { annotations: facts.annotations }) } })
     } else return yield* Effect.fail(created.left)
     state.nodeUid = uidOf(node)
     // The API's condition types are the model's; the agent's own are a subset of their values.

@@ -26,6 +26,8 @@ export interface Facts {
   readonly region?: string
   /** Extra labels to register with. */
   readonly labels?: Readonly<Record<string, string>>
+  /** Annotations the agent owns on its Node (e.g. its local-path root for the provisioner). */
+  readonly annotations?: Readonly<Record<string, string>>
   /** Taints to register with (`--register-with-taints`). */
   readonly taints?: ReadonlyArray<{ readonly key: string; readonly value?: string; readonly effect: string }>
   readonly capacity: Readonly<Record<string, string>>
@@ -129,7 +131,7 @@ export const statusOf = (facts: Facts, health: Health, previous: ReadonlyArray<C
 export const nodeObject = (facts: Facts, health: Health, nowMs: number): JsonObject => ({
   apiVersion: "v1",
   kind: "Node",
-  metadata: { name: facts.nodeName, labels: labelsOf(facts) },
+  metadata: { name: facts.nodeName, labels: labelsOf(facts), ...(facts.annotations === undefined ? {} : { annotations: { ...facts.annotations } }) },
   spec: facts.taints === undefined || facts.taints.length === 0 ? {} : { taints: facts.taints },
   status: statusOf(facts, health, undefined, nowMs)
 })

@@ -12,6 +12,7 @@ import * as Views from "../object/Views.js"
 import type * as Runtime from "../runtime/Runtime.js"
 import type * as CrashLoopBackoff from "./CrashLoopBackoff.js"
 import type * as HostPorts from "./HostPorts.js"
+import type * as ImagePull from "./ImagePull.js"
 import * as NodeAdmission from "./NodeAdmission.js"
 import type * as PodSync from "./PodSync.js"
 
@@ -27,6 +28,8 @@ export interface PodState {
   sandbox: Runtime.Sandbox | undefined
   /** Why containers could not be created, by name. */
   readonly waiting: Map<string, PodSync.Waiting>
+  /** Failed image pulls in a row, by container name (their backoff). */
+  readonly imagePulls: Map<string, ImagePull.Backoff>
   volumesReady: boolean
   lastStatus: Pod.PodStatus | undefined
 }
@@ -57,6 +60,7 @@ export const stateOf = (table: Table, uid: string): PodState => {
       hostPorts: undefined,
       sandbox: undefined,
       waiting: new Map(),
+      imagePulls: new Map(),
       volumesReady: false,
       lastStatus: undefined
     }

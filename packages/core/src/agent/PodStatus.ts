@@ -79,7 +79,7 @@ const containerStatus = (input: Input, container: Pod.Container, history: Readon
     return { ...base, state: { waiting: waiting ?? { reason: defaultWaiting } }, lastState: {}, ready: false, restartCount: 0, started: false }
   }
   const lastState: State = previous !== undefined && previous.state === "exited" ? terminated(previous, id(previous)) : {}
-  const common = { ...base, containerID: id(latest), restartCount: latest.attempt }
+  const common = { ...base, imageID: latest.imageRef ?? "", containerID: id(latest), restartCount: latest.attempt }
   switch (latest.state) {
     case "created":
       return { ...common, state: { waiting: waiting ?? { reason: "ContainerCreating" } }, lastState, ready: false, started: false }

@@ -34,6 +34,8 @@ export interface ObservedContainer {
   readonly init: boolean
   /** The hash of the spec it was created from (`ContainerIdentity.hashOf`). */
   readonly hash: string
+  /** The pinned image it runs (the status's `imageID`), when the runtime runs images. */
+  readonly imageRef?: string
   readonly state: "created" | "running" | "exited"
   readonly exitCode?: number
   /** Why it exited (`Completed`, `Error`, `OOMKilled`, `StartError`, `Lost`). */

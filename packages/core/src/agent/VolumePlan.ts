@@ -8,7 +8,8 @@
  *   projected, downwardAPI                                          `items`, with `defaultMode`/`mode`),
  *                                                                   rewritten atomically when data changes
  *   hostPath               the path itself (checked/created per its `type`)
- *   persistentVolumeClaim  the bound PersistentVolume's `local.path` (or `hostPath.path`)
+ *   persistentVolumeClaim  the bound PersistentVolume's `local.path` (or `hostPath.path`); a
+ *                          local-path volume's directory is made 0777 on first use
  *
  * Each container's `volumeMounts` become runtime mounts (`subPath` appended to the source). A
  * missing ConfigMap, Secret, key or claim that is not optional is an error with the kubelet's
@@ -20,6 +21,8 @@
  * run as, group `fsGroup` when set (the mode then also gets group read, 0440, as the kubelet does);
  * a Secret file's default mode is 0400 (Kubernetes' is 0644: here the owner is the pod's user),
  * 0444 when the pod's containers run as several uids and no `fsGroup` says which group reads.
+ * emptyDir and local-path volumes are given to the `fsGroup` (group-owned, group-writable,
+ * setgid directories), as the kubelet's volume ownership management does.
  *
  * Departures: `subPathExpr`, `mountPropagation` and `emptyDir.medium: Memory` (tmpfs) are not
  * honoured; `sizeLimit` is not enforced.
@@ -27,6 +30,7 @@
 import { Either } from "effect"
 import type * as Pod from "../model/Pod.js"
 import type * as Volume from "../model/Volume.js"
+import * as Storage from "../model/Storage.js"
 import type * as Runtime from "../runtime/Runtime.js"
 import * as ContainerEnv from "./ContainerEnv.js"
 
@@ -40,8 +44,17 @@ export interface File {
 
 /** One volume of the pod, as the writer sets it up. */
 export type Source =
-  | { readonly _tag: "EmptyDir"; readonly name: string; readonly path: string }
-  | { readonly _tag: "HostPath"; readonly name: string; readonly path: string; readonly type: string }
+  | { readonly _tag: "EmptyDir"; readonly name: string; readonly path: string; readonly group?: number }
+  | {
+      readonly _tag: "HostPath"
+      readonly name: string
+      readonly path: string
+      readonly type: string
+      /** The mode a directory it creates gets (local-path volumes: 0777, as k3s's helper makes them). */
+      readonly createMode?: number
+      /** The pod's fsGroup, given the volume's files (volumes that support ownership: local-path). */
+      readonly group?: number
+    }
   | { readonly _tag: "Files"; readonly name: string; readonly path: string; readonly files: ReadonlyArray<File>; readonly owner?: Owner }
 
 /** Who a volume's files belong to (absent fields: the writer's own user, root on a root node). */
@@ -142,6 +155,8 @@ export const references = (pod: Pod.Pod): References => {
     r.configMaps.forEach((n) => configMaps.add(n))
     r.secrets.forEach((n) => secrets.add(n))
   }
+  // Fetched with the rest so a pull finds its credentials in the same lookup.
+  for (const r of pod.spec.imagePullSecrets ?? []) if (r.name) secrets.add(r.name)
   for (const v of pod.spec.volumes ?? []) {
     if (v.configMap?.name) configMaps.add(v.configMap.name)
     if (v.secret?.secretName) secrets.add(v.secret.secretName)
@@ -278,10 +293,20 @@ const source = (
     const pv = lookup.volume(volumeName)
     const path = pv?.spec.local?.path ?? pv?.spec.hostPath?.path
     if (path === undefined) return failed(`persistentvolume "${volumeName}" is not a local volume`)
-    return Either.right({ _tag: "HostPath", name: v.name, path, type: pv?.spec.hostPath?.type ?? "Directory" })
+    const local = pv?.metadata.annotations?.[Storage.ProvisionedByAnnotation] === Storage.LocalPathProvisioner
+    const group = local ? identity?.fsGroup : undefined
+    return Either.right({
+      _tag: "HostPath",
+      name: v.name,
+      path,
+      type: pv?.spec.hostPath?.type ?? "Directory",
+      ...(local ? { createMode: 0o777 } : {}),
+      ...(group === undefined ? {} : { group })
+    })
   }
   // No source (or emptyDir): scratch space for the pod's life.
-  return Either.right({ _tag: "EmptyDir", name: v.name, path: volumePath(dir, "emptyDir", v.name) })
+  const group = identity?.fsGroup
+  return Either.right({ _tag: "EmptyDir", name: v.name, path: volumePath(dir, "emptyDir", v.name), ...(group === undefined ? {} : { group }) })
 }
 
 /** The plan of `pod`'s volumes under `dir` (its `podDir`), or the first error. */

@@ -66,6 +66,15 @@ export interface NodeAccess {
   readonly attach: (target: Target, request: StreamSession.AttachRequest) => Effect.Effect<StreamSession.StreamSession, ApiError.ApiError>
   /** A connection to `port` of the pod, dialled from its node (`kubectl port-forward`). */
   readonly portForward: (target: Target, port: number) => Effect.Effect<ByteConnection, ApiError.ApiError>
+  /** The processes of a running container and its resource sample (`pods/processmetrics`). */
+  readonly processes: (target: Target) => Effect.Effect<ContainerProcesses, ApiError.ApiError>
+}
+
+/** A running container's processes, as its node read them. */
+export interface ContainerProcesses {
+  readonly processes: ReadonlyArray<Runtime.Process>
+  /** Its cgroup's sample, when the runtime could take one. */
+  readonly stats?: Runtime.Stats
 }
 
 /** How a node dials a port of one of its pods (the daemon's TCP; core has no sockets). */
@@ -78,7 +87,8 @@ export const none: NodeAccess = {
   signal: (t) => Effect.fail(unreachable(t.node, "this server has no connection to nodes")),
   execStream: (t) => Effect.fail(unreachable(t.node, "this server has no connection to nodes")),
   attach: (t) => Effect.fail(unreachable(t.node, "this server has no connection to nodes")),
-  portForward: (t) => Effect.fail(unreachable(t.node, "this server has no connection to nodes"))
+  portForward: (t) => Effect.fail(unreachable(t.node, "this server has no connection to nodes")),
+  processes: (t) => Effect.fail(unreachable(t.node, "this server has no connection to nodes"))
 }
 
 /** 503 naming the node. */
@@ -94,7 +104,8 @@ export const routed = (local: ReadonlyMap<string, NodeAccess>, remote: NodeAcces
     signal: (t, s) => pick(t).signal(t, s),
     execStream: (t, r) => pick(t).execStream(t, r),
     attach: (t, r) => pick(t).attach(t, r),
-    portForward: (t, p) => pick(t).portForward(t, p)
+    portForward: (t, p) => pick(t).portForward(t, p),
+    processes: (t) => pick(t).processes(t)
   }
 }
 
@@ -203,7 +214,14 @@ export const fromRuntime = (runtime: Runtime.RuntimeService, node: string, dial?
       if (dial === undefined) return Effect.fail(unreachable(node, "this node does not forward ports"))
       if (t.podIP === undefined || t.podIP === "") return Effect.fail(badRequest(`pod ${JSON.stringify(t.pod)} has no IP yet`))
       return dial(t.podIP, port)
-    }
+    },
+    processes: (t) =>
+      Effect.flatMap(running(t), (c) =>
+        Effect.all([runtime.containers.processes(c.id), Effect.option(runtime.containers.stats(c.id))]).pipe(
+          Effect.map(([processes, stats]): ContainerProcesses => ({ processes, ...(stats._tag === "Some" ? { stats: stats.value } : {}) })),
+          Effect.mapError(fromRuntimeError(node))
+        )
+      )
   }
 }
 

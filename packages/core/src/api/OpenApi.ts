@@ -411,8 +411,8 @@ const deleteParams: ReadonlyArray<Param> = [
 const json = ["application/json"]
 const patchTypes = (r: Resource) =>
   r.crd === undefined
-    ? ["application/json-patch+json", "application/merge-patch+json", "application/strategic-merge-patch+json"]
-    : ["application/json-patch+json", "application/merge-patch+json"]
+    ? ["application/json-patch+json", "application/merge-patch+json", "application/strategic-merge-patch+json", "application/apply-patch+yaml"]
+    : ["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"]
 
 const pascal = (s: string) => s.charAt(0).toUpperCase() + s.slice(1)
 

@@ -5,7 +5,7 @@
  * `PatchError` that `toApiError` turns into the Status kube-apiserver would send (400, 413, 415,
  * 422). What a patch can make the server compute is bounded: at most 10,000 JSON Patch operations
  * (413), at most 3 MiB copied by `copy` operations (422), a result no larger than the object size
- * limit (413), and merges that take time linear in the object and the patch. Server-side apply (`application/apply-patch+yaml`) is not supported yet and answers 415.
+ * limit (413), and merges that take time linear in the object and the patch. Server-side apply (`application/apply-patch+yaml`) is ServerSideApply.ts.
  *
  *   Content-Type ──parseContentType──▶ PatchType ──┬─ json      ─▶ jsonPatch
  *                                                  ├─ merge     ─▶ mergePatch
@@ -31,7 +31,7 @@ export type { PatchErrorReason } from "./ApiError.js"
 /** The patch formats, named as `kubectl patch --type` names them. */
 export type PatchType = "json" | "merge" | "strategic"
 
-/** The PATCH media types: the three we apply, and server-side apply (not yet supported: 415). */
+/** The PATCH media types: the three patch formats here, and server-side apply (ServerSideApply.ts via Rest.ts). */
 export const contentTypes = {
   json: "application/json-patch+json",
   merge: "application/merge-patch+json",
@@ -40,10 +40,10 @@ export const contentTypes = {
 } as const
 
 /** The media types a PATCH may use here, as a 415 lists them. */
-export const accepted: ReadonlyArray<string> = [contentTypes.json, contentTypes.merge, contentTypes.strategic]
+export const accepted: ReadonlyArray<string> = [contentTypes.json, contentTypes.merge, contentTypes.strategic, contentTypes.apply]
 
 // What kube-apiserver accepts for kinds without strategic merge support (custom resources).
-const acceptedWithoutStrategic: ReadonlyArray<string> = [contentTypes.json, contentTypes.merge]
+const acceptedWithoutStrategic: ReadonlyArray<string> = [contentTypes.json, contentTypes.merge, contentTypes.apply]
 
 const byMediaType: ReadonlyMap<string, PatchType> = new Map([
   [contentTypes.json, "json"],
@@ -59,10 +59,9 @@ export const parseContentType = (header: string | undefined): Either.Either<Patc
   const mediaType = (header ?? "").split(";")[0]?.trim().toLowerCase() ?? ""
   const type = byMediaType.get(mediaType)
   if (type !== undefined) return Either.right(type)
+  // Server-side apply is not a patch format: Rest.ts applies it before any patch is parsed.
   const detail =
-    mediaType === contentTypes.apply
-      ? `${contentTypes.apply} (server-side apply) is not supported yet`
-      : `unsupported patch media type ${JSON.stringify(mediaType)}`
+    mediaType === contentTypes.apply ? `${contentTypes.apply} is server-side apply, not a patch format` : `unsupported patch media type ${JSON.stringify(mediaType)}`
   return Either.left(unsupported(detail, accepted))
 }
 

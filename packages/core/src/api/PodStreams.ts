@@ -20,6 +20,7 @@ import { Effect, Exit, Runtime as EffectRuntime } from "effect"
 import * as FieldError from "../model/FieldError.js"
 import * as Status from "../model/Status.js"
 import * as StreamSession from "../runtime/StreamSession.js"
+import { asArray, asObject } from "../object/Json.js"
 import type { SubresourceHandler } from "./ApiServer.js"
 import * as ApiError from "./ApiError.js"
 import { offeredProtocols, type ApiRequest, type ByteConnection, type MessageSocket, type UpgradeResponse } from "./Http.js"
@@ -102,7 +103,14 @@ const sendPaced = async (socket: MessageSocket, message: Uint8Array): Promise<vo
  * Relay frames between a client's socket and a session until either ends (plain TS: this is the
  * byte path). Resolves with the session's error frame, if it sent one.
  */
-export const relay = async (socket: MessageSocket, session: StreamSession.StreamSession, options: { readonly stdin: boolean; readonly v5: boolean }): Promise<Uint8Array | undefined> => {
+export const relay = async (
+  socket: MessageSocket,
+  session: StreamSession.StreamSession,
+  options: { readonly stdin: boolean; readonly v5: boolean; readonly stdout?: boolean; readonly stderr?: boolean }
+): Promise<Uint8Array | undefined> => {
+  // A stream the client did not ask for is not sent (client-node fails on a channel it has no sink for).
+  const dropped = (channel: number) =>
+    (channel === StreamSession.Channel.stdout && options.stdout === false) || (channel === StreamSession.Channel.stderr && options.stderr === false)
   let status: Uint8Array | undefined
   const inbound = (async () => {
     for await (const message of socket.messages) {
@@ -117,6 +125,7 @@ export const relay = async (socket: MessageSocket, session: StreamSession.Stream
   try {
     for await (const frame of session.frames) {
       if (frame.channel === StreamSession.Channel.error) status = frame.data
+      if (dropped(frame.channel)) continue
       await sendPaced(socket, StreamSession.encode(frame))
     }
   } finally {
@@ -151,7 +160,7 @@ export const execStream = (access: () => NodeAccess.NodeAccess, request: ApiRequ
       .execStream(target, { command, stdin: streams.stdin, tty: streams.tty })
       .pipe(Effect.tapError((e) => PodExec.recordEvent(context, namespace, name, t.uid, "Exec", `${request.user.name} could not run ${JSON.stringify(command[0])} in container ${JSON.stringify(t.container)}: ${e.status.message}`, "Warning")))
     return upgrade(protocol, (socket) =>
-      Effect.promise(() => relay(socket, session, { stdin: streams.stdin, v5: protocol === channelProtocols[0] })).pipe(
+      Effect.promise(() => relay(socket, session, { stdin: streams.stdin, stdout: streams.stdout, stderr: streams.stderr || streams.tty, v5: protocol === channelProtocols[0] })).pipe(
         Effect.onInterrupt(() => Effect.sync(() => (session.close(), socket.close(1001, "the server is shutting down")))),
         Effect.flatMap((status) =>
           PodExec.recordEvent(
@@ -188,7 +197,7 @@ export const attachHandler = (access: () => NodeAccess.NodeAccess): SubresourceH
       const target = { node: t.node, namespace, pod: name, uid: t.uid, container: t.container }
       const session = yield* access().attach(target, { stdin: streams.stdin, tty: streams.tty })
       return upgrade(protocol, (socket) =>
-        Effect.promise(() => relay(socket, session, { stdin: streams.stdin, v5: protocol === channelProtocols[0] })).pipe(
+        Effect.promise(() => relay(socket, session, { stdin: streams.stdin, stdout: streams.stdout, stderr: streams.stderr || streams.tty, v5: protocol === channelProtocols[0] })).pipe(
           Effect.onInterrupt(() => Effect.sync(() => (session.close(), socket.close(1001, "the server is shutting down")))),
           Effect.flatMap((status) =>
             PodExec.recordEvent(context, namespace, name, t.uid, "Attach", `${request.user.name} attached to container ${JSON.stringify(t.container)}${streams.stdin ? " with stdin" : ""}: ${describe(status)}`)
@@ -203,16 +212,21 @@ const encoder = new TextEncoder()
 
 /** Channel port-forward (client-node): every port connected at once, the socket closed when all have ended. */
 const forwardChannels = async (socket: MessageSocket, ports: ReadonlyArray<number>, open: (port: number) => Promise<ByteConnection>): Promise<number> => {
-  const conns: Array<ByteConnection | undefined> = []
+  // One dial per port, started at once; a client's bytes that arrive before it connected wait for
+  // it (client-node sends its request as soon as the socket opens), in order.
+  const dials = ports.map((port, i) =>
+    (async () => {
+      await socket.send(StreamSession.encode({ channel: 2 * i, data: portBytes(port) }))
+      await socket.send(StreamSession.encode({ channel: 2 * i + 1, data: portBytes(port) }))
+      return open(port).catch(async (e: unknown) => {
+        await socket.send(StreamSession.encode({ channel: 2 * i + 1, data: encoder.encode(e instanceof Error ? e.message : String(e)) }))
+        return undefined
+      })
+    })()
+  )
   let connected = 0
-  const pumps = ports.map(async (port, i) => {
-    await socket.send(StreamSession.encode({ channel: 2 * i, data: portBytes(port) }))
-    await socket.send(StreamSession.encode({ channel: 2 * i + 1, data: portBytes(port) }))
-    const conn = await open(port).catch(async (e: unknown) => {
-      await socket.send(StreamSession.encode({ channel: 2 * i + 1, data: encoder.encode(e instanceof Error ? e.message : String(e)) }))
-      return undefined
-    })
-    conns[i] = conn
+  const pumps = dials.map(async (dial, i) => {
+    const conn = await dial
     if (conn === undefined) return
     connected++
     for await (const bytes of conn.data) await sendPaced(socket, StreamSession.encode({ channel: 2 * i, data: bytes }))
@@ -221,13 +235,24 @@ const forwardChannels = async (socket: MessageSocket, ports: ReadonlyArray<numbe
     for await (const message of socket.messages) {
       const frame = StreamSession.decode(message)
       if (frame === undefined || frame.channel % 2 !== 0) continue
-      await conns[frame.channel / 2]?.write(frame.data)
+      const conn = await dials[frame.channel / 2]
+      await conn?.write(frame.data)
     }
   })()
   await Promise.race([Promise.allSettled(pumps), inbound.catch(() => undefined)])
-  for (const c of conns) c?.close()
+  for (const dial of dials) void dial.then((c) => c?.close())
   socket.close(1000)
   return connected
+}
+
+/**
+ * Where a forwarded port is dialled (pure): a host-network pod's declared TCP container port is
+ * served at the host port the agent gave it (`status.hostPorts`); any other port as asked.
+ */
+export const dialPort = (pod: unknown, port: number): number => {
+  const assigned = asArray(asObject(asObject(pod)["status"])["hostPorts"]).map(asObject)
+  const hit = assigned.find((a) => a["containerPort"] === port && (a["protocol"] === undefined || a["protocol"] === "TCP"))
+  return typeof hit?.["hostPort"] === "number" ? hit["hostPort"] : port
 }
 
 /** `pods/portforward`, reaching nodes through `access()`; SPDY tunnels through `tunnel` (absent: channels only). */
@@ -252,7 +277,7 @@ export const portForwardHandler = (access: () => NodeAccess.NodeAccess, tunnel?:
       const target = { node: t.node, namespace, pod: name, uid: t.uid, container: t.container, podIP: t.podIP }
       const runtime = yield* Effect.runtime<never>()
       const open = async (port: number): Promise<ByteConnection> => {
-        const exit = await EffectRuntime.runPromiseExit(runtime)(access().portForward(target, port))
+        const exit = await EffectRuntime.runPromiseExit(runtime)(access().portForward(target, dialPort(t.pod, port)))
         if (Exit.isSuccess(exit)) return exit.value
         const failure = exit.cause._tag === "Fail" ? exit.cause.error.status.message : "the node did not answer"
         throw new Error(`error forwarding port ${port} to pod ${name}, uid ${t.uid}: ${failure}`)
@@ -270,7 +295,7 @@ export const portForwardHandler = (access: () => NodeAccess.NodeAccess, tunnel?:
               name,
               t.uid,
               "PortForward",
-              `${request.user.name} forwarded port(s) ${[...new Set(done.ports)].join(", ") || "none"} of the pod (${done.connections} connection(s))`
+              `${request.user.name} forwarded port(s) ${[...new Set(done.ports)].sort((a, b) => a - b).join(", ") || "none"} of the pod (${done.connections} connection(s))`
             )
           )
         )

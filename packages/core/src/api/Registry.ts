@@ -112,7 +112,7 @@ export interface Registry {
 }
 
 /** A registry holding the built-in kinds. */
-export const make = (): Registry => {
+export const make = (options: { readonly federation?: boolean } = {}): Registry => {
   const resources = new Map<string, Resource>()
   const kinds = new Map<string, Resource>()
   const listeners = new Set<() => void>()
@@ -122,6 +122,7 @@ export const make = (): Registry => {
     kinds.set(`${r.apiVersion}/${r.kind}`, r)
   }
   for (const info of Kinds.all) put(builtIn(info))
+  if (options.federation === true) for (const info of Kinds.federation) put(builtIn(info))
   const changed = () => {
     for (const l of listeners) l()
   }

@@ -24,6 +24,7 @@ import { json, type ApiRequest, type ApiResponse } from "./Http.js"
 import * as Objects from "./Objects.js"
 import * as Patch from "./Patch.js"
 import * as Query from "./Query.js"
+import * as ServerSideApply from "./ServerSideApply.js"
 import type { JsonObject, Registry, Resource } from "./Registry.js"
 import type { ResourceRoute } from "./Router.js"
 import * as Table from "./Table.js"
@@ -365,12 +366,67 @@ export const watch = (q: Req, options: Query.ListOptions) =>
     } satisfies ApiResponse
   })
 
+/** Who a write is by: `fieldManager`, else the client's name from its User-Agent, as kube-apiserver. */
+const managerOf = (q: Req): string => {
+  const asked = q.request.query.get("fieldManager")
+  if (asked !== null && asked !== "") return asked
+  const agent = (q.request.headers["user-agent"] ?? "").split("/")[0]!.trim()
+  // In-process clients (the controllers, dev's agent) send no User-Agent; they are named instead.
+  return agent !== "" ? agent : q.request.client !== "" ? q.request.client : "unknown"
+}
+
+/** The fieldManager query, when given, must be at most 128 printable characters (kube's rule). */
+const checkManager = (q: Req): Either.Either<void, ApiError.ApiError> => {
+  const asked = q.request.query.get("fieldManager")
+  if (asked === null) return Either.void
+  if (asked.length > 128 || !/^[\x20-\x7e]*$/.test(asked)) return Either.left(ApiError.badRequest(`fieldManager: Invalid value: ${JSON.stringify(asked)}: must be at most 128 printable characters`))
+  return Either.void
+}
+
+// A CRD's list types, worked out once per schema object (a new CRD version is a new object).
+const crdSchemas = new WeakMap<object, ServerSideApply.Schema>()
+
+/** The list types server-side apply and field ownership use for a resource. */
+const ssaSchema = (r: Resource): ServerSideApply.Schema => {
+  if (r.openapi._tag === "JsonSchema") {
+    const cached = crdSchemas.get(r.openapi.schema)
+    if (cached !== undefined) return cached
+    const made = ServerSideApply.crdSchema(r.openapi.schema)
+    crdSchemas.set(r.openapi.schema, made)
+    return made
+  }
+  return ServerSideApply.builtInSchema(`${r.apiVersion}/${r.kind}`)
+}
+
+const subresourceOf = (q: Req): string => (q.route.subresource === "status" || q.route.subresource === "scale" ? q.route.subresource : "")
+
+/** The write as field ownership records it. */
+const writeOf = (q: Req, now: number): ServerSideApply.Write => ({
+  manager: managerOf(q),
+  apiVersion: q.resource.apiVersion,
+  time: Objects.timestamp(now),
+  subresource: subresourceOf(q)
+})
+
+/** `o` with these managedFields (none: the field goes). */
+const withEntries = (o: JsonObject, entries: ReadonlyArray<ServerSideApply.Entry>): JsonObject => {
+  const { managedFields: _old, ...m } = Objects.meta(o)
+  return Objects.withMeta(o, entries.length === 0 ? m : { ...m, managedFields: entries })
+}
+
 /** CREATE (POST to the collection). */
 export const create = (q: Req) =>
   Effect.gen(function* () {
-    const r = q.resource
     const options = yield* fromEither(Query.write(q.request.query))
+    yield* fromEither(checkManager(q))
     const body = yield* fromEither(Either.flatMap(Body.parse(q.request.body, q.request.headers["content-type"]), Body.asObject))
+    return yield* createObject(q, body, options)
+  })
+
+/** Create `body`; `entries`: its managedFields as an apply worked them out (else: the creator owns what it set). */
+const createObject = (q: Req, body: JsonObject, options: Query.WriteOptions, entries?: ReadonlyArray<ServerSideApply.Entry>) =>
+  Effect.gen(function* () {
+    const r = q.resource
     const typed = yield* fromEither(Objects.checkType(r, body))
     const scoped = yield* fromEither(Objects.checkNamespace(r, typed, q.route.namespace))
     const name = String(Objects.meta(scoped)["name"] ?? "")
@@ -380,10 +436,11 @@ export const create = (q: Req) =>
     const prepared = yield* fromEither(
       Objects.prepareCreate(r, decoded, { namespace: q.route.namespace, now, uid: crypto.randomUUID(), region: q.ctx.region, random: q.ctx.random })
     )
-    const admitted = yield* Admission.mutate(q.ctx.admission, admissionRequest(q, "CREATE", prepared, undefined, options.dryRun))
-    const invalid = r.strategy.validate(admitted)
-    const finalName = String(Objects.meta(admitted)["name"])
+    const mutated = yield* Admission.mutate(q.ctx.admission, admissionRequest(q, "CREATE", prepared, undefined, options.dryRun))
+    const invalid = r.strategy.validate(mutated)
+    const finalName = String(Objects.meta(mutated)["name"])
     if (invalid.length > 0) return yield* Effect.fail(ApiError.of(Status.invalid({ group: r.group, kind: r.kind }, finalName, invalid)))
+    const admitted = withEntries(mutated, entries ?? ServerSideApply.update(undefined, mutated, [], ssaSchema(r), writeOf(q, now)))
     const stored = yield* write(q, admitted)
     const key = keyOf(r, q.route.namespace, finalName)
     return yield* commitAdmitted(q, admissionRequest(q, "CREATE", admitted, undefined, options.dryRun), key, { op: "create", key, value: stored }, (results) =>
@@ -408,11 +465,17 @@ const finalized = (r: Req["resource"], o: JsonObject): boolean => {
   return true
 }
 
-/** Write `next` over `kv` (CAS on its revision), deleting instead when finalization is complete. */
-const commitUpdate = (q: Req, name: string, kv: KeyValue, old: JsonObject, next: JsonObject, dryRun: boolean) =>
+/**
+ * Write `next` over `kv` (CAS on its revision), deleting instead when finalization is complete.
+ * managedFields: a body without them keeps the stored ones, an empty list resets them (as in
+ * kube-apiserver); then the write's own changes are recorded, or an apply's `entries` are taken.
+ */
+const commitUpdate = (q: Req, name: string, kv: KeyValue, old: JsonObject, given: JsonObject, dryRun: boolean, entries?: ReadonlyArray<ServerSideApply.Entry>) =>
   Effect.gen(function* () {
     const r = q.resource
-    if (Objects.sameObject(next, old)) return old
+    const sent = Objects.meta(given)["managedFields"]
+    const next = sent === undefined ? withEntries(given, ServerSideApply.entriesOf(old)) : given
+    if (entries === undefined && Objects.sameObject(next, old)) return old
     const key = keyOf(r, q.route.namespace, name)
     if (finalized(r, next)) {
       // The answer is the object as it went: at the deletion's revision (a dry run: the current one),
@@ -420,9 +483,11 @@ const commitUpdate = (q: Req, name: string, kv: KeyValue, old: JsonObject, next:
       const revision = dryRun ? kv.modRevision : (yield* q.ctx.store.delete(key, kv.modRevision).pipe(Effect.mapError(storeError(r, name)))).revision
       return Objects.withMeta(next, { ...Objects.meta(next), resourceVersion: String(revision) })
     }
-    const admitted = yield* Admission.mutate(q.ctx.admission, admissionRequest(q, "UPDATE", next, old, dryRun))
-    const invalid = [...r.strategy.validate(admitted), ...r.strategy.validateUpdate(admitted, old)]
+    const mutated = yield* Admission.mutate(q.ctx.admission, admissionRequest(q, "UPDATE", next, old, dryRun))
+    const invalid = [...r.strategy.validate(mutated), ...r.strategy.validateUpdate(mutated, old)]
     if (invalid.length > 0) return yield* Effect.fail(ApiError.of(Status.invalid({ group: r.group, kind: r.kind }, name, invalid)))
+    const now = yield* Clock.currentTimeMillis
+    const admitted = withEntries(mutated, entries ?? ServerSideApply.update(old, mutated, ServerSideApply.entriesOf(mutated), ssaSchema(r), writeOf(q, now)))
     if (Objects.sameObject(admitted, old)) return old
     const stored = yield* write(q, admitted)
     return yield* commitAdmitted(q, admissionRequest(q, "UPDATE", admitted, old, dryRun), key, { op: "update", key, value: stored, expectedRevision: kv.modRevision }, (results) =>
@@ -445,6 +510,7 @@ export const update = (q: Req, name: string) =>
   Effect.gen(function* () {
     const r = q.resource
     const options = yield* fromEither(Query.write(q.request.query))
+    yield* fromEither(checkManager(q))
     const body = yield* fromEither(Either.flatMap(Body.parse(q.request.body, q.request.headers["content-type"]), Body.asObject))
     if (q.route.subresource === "scale") return yield* updateScale(q, name, body, options.dryRun)
     const typed = yield* fromEither(Objects.checkType(r, body))
@@ -462,10 +528,12 @@ export const patch = (q: Req, name: string) =>
   Effect.gen(function* () {
     const r = q.resource
     const options = yield* fromEither(Query.write(q.request.query))
+    yield* fromEither(checkManager(q))
     const type = Body.mediaType(q.request.headers["content-type"])
     if (type === "application/strategic-merge-patch+json" && !Patch.supportsStrategic(r.apiVersion, r.kind)) {
       return yield* Effect.fail(ApiError.of(Status.unsupportedMediaType(["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"])))
     }
+    if (type === Patch.contentTypes.apply) return yield* apply(q, name, options)
     const patchBody = yield* fromEither(Body.parse(q.request.body, "application/json", ["application/json"]))
     for (let attempt = 0; ; attempt++) {
       const { kv, object: old } = yield* current(q, name)
@@ -486,6 +554,57 @@ export const patch = (q: Req, name: string) =>
       if (Either.isRight(result)) return result.right
       const pinned = Objects.meta(asObject(patched))["resourceVersion"] !== Objects.meta(target)["resourceVersion"]
       if (result.left.status.reason !== "Conflict" || pinned || attempt >= 4) return yield* Effect.fail(result.left)
+    }
+  })
+
+/**
+ * Server-side apply (PATCH `application/apply-patch+yaml`): the body is the manager's whole
+ * intent for the object; it is merged with what is stored, conflicts with other managers are a
+ * 409 unless `force`, and a missing object is created. Retried on a concurrent write.
+ */
+const apply = (q: Req, name: string, options: Query.WriteOptions) =>
+  Effect.gen(function* () {
+    const r = q.resource
+    if (q.route.subresource === "scale") return yield* Effect.fail(ApiError.of(Status.unsupportedMediaType([Patch.contentTypes.json, Patch.contentTypes.merge])))
+    const manager = q.request.query.get("fieldManager")
+    if (manager === null || manager === "") return yield* Effect.fail(ApiError.badRequest("PATCH: fieldManager is required for apply requests"))
+    const force = q.request.query.get("force") === "true"
+    const config = yield* fromEither(Either.flatMap(Body.parse(q.request.body, "application/yaml", ["application/yaml"]), Body.asObject))
+    const typed = yield* fromEither(Objects.checkType(r, config))
+    const scoped = yield* fromEither(Objects.checkNamespace(r, typed, q.route.namespace))
+    const named = Objects.meta(scoped)["name"]
+    if (named !== undefined && named !== name) return yield* Effect.fail(ApiError.badRequest(`the name of the object (${String(named)}) does not match the name on the URL (${name})`))
+    const intent = Objects.withMeta(scoped, { ...Objects.meta(scoped), name })
+    const schema = ssaSchema(r)
+    for (let attempt = 0; ; attempt++) {
+      const now = yield* Clock.currentTimeMillis
+      const write = writeOf(q, now)
+      const found = yield* Effect.either(current(q, name))
+      if (Either.isLeft(found)) {
+        if (found.left.status.code !== 404 || q.route.subresource === "status") return yield* Effect.fail(found.left)
+        const created = ServerSideApply.apply(undefined, intent, schema, write, force)
+        if (created._tag === "Conflicts") return yield* Effect.fail(ApiError.badRequest("apply: conflicts on a new object"))
+        const result = yield* Effect.either(createObject(q, created.object, options, created.entries))
+        if (Either.isRight(result)) return result.right
+        if (result.left.status.code !== 409 || attempt >= 4) return yield* Effect.fail(result.left)
+        continue
+      }
+      const { kv, object: old } = found.right
+      const applied = ServerSideApply.apply(old, intent, schema, write, force)
+      if (applied._tag === "Conflicts") {
+        return yield* Effect.fail(ApiError.of(Status.applyConflict({ group: r.group, resource: r.plural }, name, ServerSideApply.conflictMessage(applied.conflicts), applied.conflicts)))
+      }
+      const result = yield* Effect.either(
+        Effect.gen(function* () {
+          const body = Objects.withMeta(applied.object, { ...Objects.meta(applied.object), resourceVersion: Objects.meta(old)["resourceVersion"] })
+          const { object: decoded, warnings } = yield* decodeBody(q, body, options.fieldValidation, name)
+          const next = yield* fromEither(Objects.prepareUpdate(r, withEntries(decoded, applied.entries), old, updateTarget(q)))
+          const written = yield* commitUpdate(q, name, kv, old, next, options.dryRun, applied.entries)
+          return json(200, written, warningHeader(warnings))
+        })
+      )
+      if (Either.isRight(result)) return result.right
+      if (result.left.status.reason !== "Conflict" || (result.left.status.details?.causes?.length ?? 0) > 0 || attempt >= 4) return yield* Effect.fail(result.left)
     }
   })
 

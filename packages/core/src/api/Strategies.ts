@@ -11,11 +11,13 @@ import * as Batch from "./strategies/BatchStrategies.js"
 import * as Coordination from "./strategies/CoordinationStrategies.js"
 import * as Core from "./strategies/CoreStrategies.js"
 import * as Discovery from "./strategies/DiscoveryStrategies.js"
+import * as Federation from "./strategies/FederationStrategies.js"
 import * as Fleet from "./strategies/FleetStrategies.js"
 import * as Networking from "./strategies/NetworkingStrategies.js"
 import * as Policy from "./strategies/PolicyStrategies.js"
 import * as Rbac from "./strategies/RbacStrategies.js"
 import * as Scheduling from "./strategies/SchedulingStrategies.js"
+import * as Storage from "./strategies/StorageStrategies.js"
 import { age } from "./strategies/Printing.js"
 import { neutral as neutralStrategy } from "./strategies/Rules.js"
 
@@ -29,9 +31,11 @@ const groups: ReadonlyArray<GroupStrategies> = [
   Policy.group,
   Rbac.group,
   Scheduling.group,
+  Storage.group,
   Coordination.group,
   Apiextensions.group,
-  Fleet.group
+  Fleet.group,
+  Federation.group
 ]
 
 // Every table is read by key only, so the order of groups changes no output.

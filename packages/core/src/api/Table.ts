@@ -5,6 +5,8 @@
  * Watches too (`kubectl get -w`): each event's object is a one-row Table.
  */
 import { meta } from "./Objects.js"
+import * as Storage from "../model/Storage.js"
+import * as Views from "../object/Views.js"
 import type { JsonObject, PrinterColumn, Resource } from "./Registry.js"
 
 /** Whether an Accept header asks for a Table. */
@@ -45,6 +47,12 @@ const cell = (column: PrinterColumn, o: JsonObject, now: number): unknown => {
   return v
 }
 
+// kube-apiserver's printer marks the default StorageClass in its name cell.
+const nameCell = (resource: Resource, o: JsonObject): unknown => {
+  const name = meta(o)["name"] ?? ""
+  return resource.kind === "StorageClass" && Storage.isDefault(Views.storageClass(o)) ? `${String(name)} (default)` : name
+}
+
 const columnDefinitions = (resource: Resource) => [
   { name: "Name", type: "string", format: "name", description: "Name must be unique within a namespace.", priority: 0 },
   ...resource.printerColumns.map((c) => ({
@@ -73,7 +81,7 @@ export const render = (
   metadata: listMeta,
   columnDefinitions: headers ? columnDefinitions(resource) : [],
   rows: objects.map((o) => ({
-    cells: [meta(o)["name"] ?? "", ...resource.printerColumns.map((c) => cell(c, o, now))],
+    cells: [nameCell(resource, o), ...resource.printerColumns.map((c) => cell(c, o, now))],
     object:
       includeObject === "None"
         ? null

@@ -112,7 +112,7 @@ export const make = (config: Config) => {
       body: JsonObject
     ) => Rest.request(rest, "POST", path(ref, namespace, name, subresource), body),
     /** UPDATE (PUT) an object; its resourceVersion makes it a compare-and-swap. */
-    update: (o: JsonObject, subresource?: "status") => {
+    update: (o: JsonObject, subresource?: "status" | "approval") => {
       const name = String(metadataOf(o)["name"])
       return Rest.request(rest, "PUT", path(refOf(o), namespaceOrUndefined(o), name, subresource), o)
     },
@@ -125,6 +125,18 @@ export const make = (config: Config) => {
       body: unknown,
       subresource?: string
     ) => Rest.request(rest, "PATCH", path(ref, namespace, name, subresource), body, patchTypes[type]),
+    /**
+     * Server-side apply of `o` (its own apiVersion/kind/namespace/name say where) as
+     * `fieldManager`; `force` takes over fields other managers own.
+     */
+    apply: (o: JsonObject, fieldManager: string, force = false) =>
+      Rest.request(
+        rest,
+        "PATCH",
+        `${path(refOf(o), namespaceOrUndefined(o), String(metadataOf(o)["name"]))}?fieldManager=${encodeURIComponent(fieldManager)}${force ? "&force=true" : ""}`,
+        o,
+        "application/apply-patch+yaml"
+      ),
     /** DELETE an object; answers the object (pending deletion) or a Status. */
     delete: (ref: ResourceRef, namespace: string | undefined, name: string, options: JsonObject = {}) =>
       Rest.request(rest, "DELETE", path(ref, namespace, name), { kind: "DeleteOptions", apiVersion: "v1", ...options }),

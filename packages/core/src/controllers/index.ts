@@ -16,12 +16,16 @@ import * as EventTtl from "./EventTtl.js"
 import * as GarbageCollector from "./GarbageCollector.js"
 import * as HorizontalPodAutoscaler from "./HorizontalPodAutoscaler.js"
 import * as Job from "./Job.js"
+import * as KubernetesService from "./KubernetesService.js"
 import * as Namespace from "./NamespaceController.js"
 import * as NodeIpam from "./NodeIpam.js"
 import * as NodeLifecycle from "./NodeLifecycle.js"
+import * as LocalPathProvisioner from "./LocalPathProvisioner.js"
+import * as PersistentVolumeBinder from "./PersistentVolumeBinder.js"
 import * as PodGC from "./PodGC.js"
 import * as ReplicaSet from "./ReplicaSet.js"
 import * as ResourceQuota from "./ResourceQuotaController.js"
+import * as RootCaPublisher from "./RootCaPublisher.js"
 import * as ServiceAccount from "./ServiceAccountController.js"
 import * as ServiceLoadBalancer from "./ServiceLoadBalancer.js"
 import * as StatefulSet from "./StatefulSet.js"
@@ -39,12 +43,16 @@ export {
   GarbageCollector,
   HorizontalPodAutoscaler,
   Job,
+  KubernetesService,
   Namespace,
   NodeIpam,
   NodeLifecycle,
+  LocalPathProvisioner,
+  PersistentVolumeBinder,
   PodGC,
   ReplicaSet,
   ResourceQuota,
+  RootCaPublisher,
   ServiceAccount,
   ServiceLoadBalancer,
   StatefulSet
@@ -63,12 +71,14 @@ export interface Options {
   readonly garbageCollector?: GarbageCollector.Options
   readonly horizontalPodAutoscaler?: HorizontalPodAutoscaler.Options
   readonly job?: Job.Options
+  readonly kubernetesService?: KubernetesService.Options
   readonly namespace?: Namespace.Options
   readonly nodeIpam?: NodeIpam.Options
   readonly nodeLifecycle?: NodeLifecycle.Options
   readonly podGC?: PodGC.Options
   readonly replicaSet?: ReplicaSet.Options
   readonly resourceQuota?: ResourceQuota.Options
+  readonly rootCaPublisher?: RootCaPublisher.Options
   readonly serviceAccount?: ServiceAccount.Options
   readonly serviceLoadBalancer?: ServiceLoadBalancer.Options
   readonly statefulSet?: StatefulSet.Options
@@ -81,6 +91,8 @@ export const all = (options: Options = {}): ReadonlyArray<Controller.Reconciler>
     Namespace.reconciler(options.namespace),
     GarbageCollector.reconciler(options.garbageCollector),
     ServiceAccount.reconciler(options.serviceAccount),
+    RootCaPublisher.reconciler(options.rootCaPublisher),
+    KubernetesService.reconciler(options.kubernetesService),
     Deployment.reconciler(options.deployment),
     ReplicaSet.reconciler(options.replicaSet),
     StatefulSet.reconciler(options.statefulSet),
@@ -94,6 +106,9 @@ export const all = (options: Options = {}): ReadonlyArray<Controller.Reconciler>
     NodeIpam.reconciler(options.nodeIpam),
     NodeLifecycle.reconciler(options.nodeLifecycle),
     PodGC.reconciler(options.podGC),
+    PersistentVolumeBinder.claimReconciler(),
+    PersistentVolumeBinder.volumeReconciler(),
+    LocalPathProvisioner.reconciler(),
     Disruption.reconciler(),
     ResourceQuota.reconciler(options.resourceQuota),
     HorizontalPodAutoscaler.reconciler(options.horizontalPodAutoscaler),

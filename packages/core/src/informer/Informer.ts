@@ -98,13 +98,14 @@ const removeFrom = (index: Map<string, Set<string>>, value: string, key: string)
 const refKey = (ref: Client.ResourceRef) => `${ref.apiVersion}/${ref.kind ?? ref.plural ?? ""}`
 
 /**
- * Start one informer on `client` in the current scope. `selectors` narrow what it holds (the node
+ * Start one informer on `client` in the current scope. `selectors` narrow what it holds (a
+ * namespace; the node
  * agent watches only the pods bound to it: `fieldSelector: "spec.nodeName=<node>"`).
  */
 export const make = (
   client: Client.Client,
   ref: Client.ResourceRef,
-  selectors: Pick<Client.ListOptions, "labelSelector" | "fieldSelector"> = {}
+  selectors: Pick<Client.ListOptions, "labelSelector" | "fieldSelector" | "namespace"> = {}
 ): Effect.Effect<Informer, never, Scope.Scope> =>
   Effect.gen(function* () {
     const objects = new Map<string, JsonObject>()

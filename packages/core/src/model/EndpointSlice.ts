@@ -96,15 +96,18 @@ const tooMany = (path: string, actual: number, max: number): FieldError.FieldErr
   message: `Too many: ${actual}: must have at most ${max} items`
 })
 
+// Loopback addresses are endpoints here, unlike in Kubernetes: a host-mode pod's address is its
+// node's, and on a host with only a loopback interface (a sandbox, an offline laptop, a CI
+// container) that is 127.0.0.1. Proxies, DNS and the ingress dial it as any other address.
 const validateAddress = (address: string, type: AddressType, path: string): ReadonlyArray<FieldError.FieldError> => {
   switch (type) {
     case "IPv4":
       return Networking.isIPv4(address)
-        ? Networking.validateNonSpecialIP(address, path)
+        ? Networking.validateNonSpecialIP(address, path, true)
         : [FieldError.invalid(path, address, "must be a valid IPv4 address")]
     case "IPv6":
       return Networking.isIPv6(address)
-        ? Networking.validateNonSpecialIP(address, path)
+        ? Networking.validateNonSpecialIP(address, path, true)
         : [FieldError.invalid(path, address, "must be a valid IPv6 address")]
     case "FQDN": {
       if (address === "") return [FieldError.required(path)]

@@ -8,11 +8,13 @@ import * as AlertRuleModule from "./AlertRule.js"
 import * as Apps from "./Apps.js"
 import * as Autoscaling from "./Autoscaling.js"
 import * as Batch from "./Batch.js"
+import * as CertificatesModule from "./Certificates.js"
 import * as Config from "./Config.js"
 import * as Crd from "./CustomResourceDefinition.js"
 import { decodeObject, type DecodeOptions } from "./Decode.js"
 import * as EndpointSliceModule from "./EndpointSlice.js"
 import * as EventModule from "./Event.js"
+import * as FederationModule from "./Federation.js"
 import * as FieldError from "./FieldError.js"
 import * as IngressModule from "./Ingress.js"
 import * as LeaseModule from "./Lease.js"
@@ -27,6 +29,7 @@ import * as ProcessControlModule from "./ProcessControl.js"
 import * as Scheduling from "./Scheduling.js"
 import * as ServiceModule from "./Service.js"
 import * as ServiceAccountModule from "./ServiceAccount.js"
+import * as StorageModule from "./Storage.js"
 import * as VolumeModule from "./Volume.js"
 
 /** Everything the API server needs to know about one kind. */
@@ -94,6 +97,7 @@ export const all: ReadonlyArray<KindInfo> = [
   info("discovery.k8s.io/v1", "EndpointSlice", "endpointslices", true, [], EndpointSliceModule.EndpointSlice),
   info("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets", true, ["pdb"], Policy.PodDisruptionBudget),
   info("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", false, ["pc"], Scheduling.PriorityClass),
+  info("storage.k8s.io/v1", "StorageClass", "storageclasses", false, ["sc"], StorageModule.StorageClass),
   info("networking.k8s.io/v1", "Ingress", "ingresses", true, ["ing"], IngressModule.Ingress),
   info("networking.k8s.io/v1", "IngressClass", "ingressclasses", false, [], IngressModule.IngressClass),
   info("networking.k8s.io/v1", "NetworkPolicy", "networkpolicies", true, ["netpol"], NetworkPolicyModule.NetworkPolicy),
@@ -111,7 +115,14 @@ export const all: ReadonlyArray<KindInfo> = [
   info("apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", false, ["crd", "crds"], Crd.CustomResourceDefinition)
 ]
 
-const byKind = new Map(all.map((k) => [`${k.apiVersion}/${k.kind}`, k]))
+/** The hub's kinds (`koder-fleet hub` serves them beside `all`; clients of any role know them). */
+export const federation: ReadonlyArray<KindInfo> = [
+  info(FederationModule.ApiVersion, "MemberCluster", "memberclusters", false, ["mc"], FederationModule.MemberCluster),
+  info(FederationModule.ApiVersion, "Work", "works", true, [], FederationModule.Work),
+  info("certificates.k8s.io/v1", "CertificateSigningRequest", "certificatesigningrequests", false, ["csr"], CertificatesModule.CertificateSigningRequest)
+]
+
+const byKind = new Map([...all, ...federation].map((k) => [`${k.apiVersion}/${k.kind}`, k]))
 
 /** The kind registered for `apiVersion` + `kind` (e.g. `"apps/v1"`, `"Deployment"`). */
 export const kindFor = (apiVersion: string, kind: string): Option.Option<KindInfo> =>

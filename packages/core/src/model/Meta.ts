@@ -47,6 +47,17 @@ export type OwnerReference = typeof OwnerReference.Type
  * namespaces DNS-1123 labels, services DNS-1035 labels. Every field is optional because the
  * server fills uid, resourceVersion, timestamps, and a name from `generateName`.
  */
+/** One entry of `managedFields`: who owns which fields (server-side apply; api/ServerSideApply.ts). */
+export const ManagedFieldsEntry = Schema.Struct({
+  manager: optional(Schema.String),
+  operation: optional(Schema.String),
+  apiVersion: optional(Schema.String),
+  time: optional(Schema.String),
+  fieldsType: optional(Schema.String),
+  fieldsV1: optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  subresource: optional(Schema.String)
+})
+
 export const makeObjectMeta = (isValidName: (name: string) => ReadonlyArray<string>) =>
   Schema.Struct({
     name: optional(Schema.String.pipe(Schema.filter((n) => details(isValidName(n))))),
@@ -61,7 +72,8 @@ export const makeObjectMeta = (isValidName: (name: string) => ReadonlyArray<stri
     labels: optional(Labels),
     annotations: optional(Annotations),
     ownerReferences: optional(Schema.Array(OwnerReference)),
-    finalizers: optional(Schema.Array(Schema.String))
+    finalizers: optional(Schema.Array(Schema.String)),
+    managedFields: optional(Schema.Array(ManagedFieldsEntry))
   })
 
 /** Standard object metadata, with the name a DNS-1123 subdomain. */

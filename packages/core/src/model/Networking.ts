@@ -102,16 +102,17 @@ export const isIPv6 = (s: string): boolean => parseIP(s, true)?.family === "IPv6
 
 /**
  * Details of why `ip` may not be an endpoint address (kube-apiserver's `ValidateNonSpecialIP`):
- * unspecified, loopback, link-local and link-local multicast addresses are refused.
+ * unspecified, loopback, link-local and link-local multicast addresses are refused; loopback only
+ * unless `allowLoopback`.
  */
-export const nonSpecialIPDetails = (ip: string): ReadonlyArray<string> => {
+export const nonSpecialIPDetails = (ip: string, allowLoopback = false): ReadonlyArray<string> => {
   const parsed = parseIP(ip, true)
   if (parsed === undefined) return ["must be a valid IP address"]
   const b = isV4Mapped(parsed.bytes) ? parsed.bytes.slice(12) : parsed.bytes
   const v4 = b.length === 4
   const out: Array<string> = []
   if (b.every((x) => x === 0)) out.push(`may not be unspecified (${ip})`)
-  if (v4 ? b[0] === 127 : b.slice(0, 15).every((x) => x === 0) && b[15] === 1) out.push("may not be in the loopback range (127.0.0.0/8, ::1/128)")
+  if (!allowLoopback && (v4 ? b[0] === 127 : b.slice(0, 15).every((x) => x === 0) && b[15] === 1)) out.push("may not be in the loopback range (127.0.0.0/8, ::1/128)")
   if (v4 ? b[0] === 169 && b[1] === 254 : b[0] === 0xfe && (b[1]! & 0xc0) === 0x80) {
     out.push("may not be in the link-local range (169.254.0.0/16, fe80::/10)")
   }
@@ -203,5 +204,5 @@ export const nameFor = (address: string): string | undefined => {
 }
 
 /** Field-level wrapper of `nonSpecialIPDetails`, for endpoint addresses. */
-export const validateNonSpecialIP = (ip: string, path: string): ReadonlyArray<FieldError.FieldError> =>
-  nonSpecialIPDetails(ip).map((d) => FieldError.invalid(path, ip, d))
+export const validateNonSpecialIP = (ip: string, path: string, allowLoopback = false): ReadonlyArray<FieldError.FieldError> =>
+  nonSpecialIPDetails(ip, allowLoopback).map((d) => FieldError.invalid(path, ip, d))

@@ -163,6 +163,21 @@ export const invalid = (kind: GroupKind, name: string, all: ReadonlyArray<FieldE
 /** 400 with the given message. */
 export const badRequest = (message: string): Status => failure(400, "BadRequest", message)
 
+/**
+ * 409 of a server-side apply: each field another manager owns with another value, one cause
+ * each (`FieldManagerConflict`, the field, the manager), as kube-apiserver answers.
+ */
+export const applyConflict = (
+  resource: GroupResource,
+  name: string,
+  message: string,
+  conflicts: ReadonlyArray<{ readonly manager: string; readonly apiVersion: string; readonly field: string }>
+): Status =>
+  failure(409, "Conflict", message, {
+    ...detailsFor(resourceParts(resource), name),
+    causes: conflicts.map((c) => ({ reason: "FieldManagerConflict", message: `conflict with "${c.manager}"${c.apiVersion === "" ? "" : ` using ${c.apiVersion}`}`, field: c.field }))
+  })
+
 /** 401; kube-apiserver's default message is `Unauthorized`. */
 export const unauthorized = (message = "Unauthorized"): Status => failure(401, "Unauthorized", message)
 

@@ -25,6 +25,7 @@ import type * as PodModel from "../model/Pod.js"
 import type * as PolicyModel from "../model/Policy.js"
 import type * as RbacModel from "../model/Rbac.js"
 import type * as SchedulingModel from "../model/Scheduling.js"
+import type * as StorageModel from "../model/Storage.js"
 import type * as ServiceModel from "../model/Service.js"
 import type * as ServiceAccountModel from "../model/ServiceAccount.js"
 import type * as VolumeModel from "../model/Volume.js"
@@ -86,6 +87,8 @@ export type Pod = Stored<typeof PodModel.Pod>
 export const pod = (o: JsonObject): Pod => view<Pod>(o)
 export type PriorityClass = Stored<typeof SchedulingModel.PriorityClass>
 export const priorityClass = (o: JsonObject): PriorityClass => view<PriorityClass>(o)
+export type StorageClass = Stored<typeof StorageModel.StorageClass>
+export const storageClass = (o: JsonObject): StorageClass => view<StorageClass>(o)
 export type Service = Stored<typeof ServiceModel.Service>
 export const service = (o: JsonObject): Service => view<Service>(o)
 export type Endpoints = Stored<typeof ServiceModel.Endpoints>

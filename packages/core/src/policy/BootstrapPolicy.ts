@@ -86,6 +86,8 @@ const onView = { [Rbac.AggregateToView]: "true" }
 const viewRules: ReadonlyArray<Rule> = [
   rule(read, [""], ["pods", "replicationcontrollers", "replicationcontrollers/scale", "serviceaccounts", "services", "services/status", "endpoints", "persistentvolumeclaims", "persistentvolumeclaims/status", "configmaps"]),
   rule(read, [""], ["limitranges", "resourcequotas", "bindings", "events", "pods/status", "resourcequotas/status", "namespaces/status", "replicationcontrollers/status", "pods/log"]),
+  // Fleet's process counts per pod: usage figures, as metrics.k8s.io below (no command lines).
+  rule(["get"], [""], ["pods/processmetrics"]),
   rule(read, [""], ["namespaces"]),
   rule(read, ["discovery.k8s.io"], ["endpointslices"]),
   rule(read, ["apps"], ["controllerrevisions", "statefulsets", "statefulsets/scale", "statefulsets/status", "daemonsets", "daemonsets/status", "deployments", "deployments/scale", "deployments/status", "replicasets", "replicasets/scale", "replicasets/status"]),
@@ -188,7 +190,7 @@ export const clusterRoles: ReadonlyArray<Json> = [
   aggregatedRole("fleet:customer", [on, { [AggregateToCustomer]: "true" }]),
   clusterRole(
     "fleet:aggregate-to-customer",
-    [rule([...processVerbs], [""], ["pods", "pods/exec", "pods/attach", "pods/signal"]), rule(["create"], [""], ["pods/portforward"]), rule(read, [""], ["pods/log"])],
+    [rule([...processVerbs], [""], ["pods", "pods/exec", "pods/attach", "pods/signal"]), rule(["create"], [""], ["pods/portforward"]), rule(read, [""], ["pods/log"]), rule(["get"], [""], ["pods/processmetrics"])],
     { [AggregateToCustomer]: "true" }
   ),
   aggregatedRole("fleet:collaborator", [onView, { [AggregateToCollaborator]: "true" }]),

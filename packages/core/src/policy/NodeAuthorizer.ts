@@ -3,7 +3,7 @@
  * (`system:node:<name>`, group `system:nodes`) reads a Secret, ConfigMap, PersistentVolumeClaim
  * or ServiceAccount, and creates a ServiceAccount token, only when a pod bound to it
  * (`spec.nodeName`) refers to that object; a PersistentVolume only when it is bound to such a
- * claim. Everything else about nodes is left to RBAC (`system:node`) and NodeRestriction.
+ * claim, or (get and patch) when the local-path provisioner made it on that node. Everything else about nodes is left to RBAC (`system:node`) and NodeRestriction.
  *
  *   store.list+watch pods ─▶ PodRefs per pod ─┐
  *   store.list+watch PVCs ─▶ claim → volume ──┴▶ Graph (node → kind/ns/name, counted)
@@ -17,6 +17,7 @@ import { Chunk, Duration, Effect, type Scope, Stream } from "effect"
 import type * as Authz from "../api/Authz.js"
 import { nodeNameOf } from "../api/authn/NodeCredentials.js"
 import type * as Pod from "../model/Pod.js"
+import * as Storage from "../model/Storage.js"
 import { asObject, isJsonObject, type JsonObject } from "../object/Json.js"
 import * as Keys from "../store/Keys.js"
 import type { StoreService } from "../store/Store.js"
@@ -179,13 +180,18 @@ export const decide = (graph: GraphView, a: Authz.Attributes): Verdict | undefin
       if (a.namespace === "") return noOpinion("can only read namespaced object of this type")
       return related(graph, node, a.resource === "secrets" ? "secret" : "configmap", a)
     }
-    case "persistentvolumeclaims":
-    case "persistentvolumes": {
+    case "persistentvolumeclaims": {
       if (a.verb !== "get") return noOpinion("can only get individual resources of this type")
       if (a.subresource !== "") return noOpinion("cannot get subresource")
-      if (a.resource === "persistentvolumeclaims") return related(graph, node, "pvc", a)
+      return related(graph, node, "pvc", a)
+    }
+    case "persistentvolumes": {
+      // Beyond Kubernetes: a node also gets and patches the local-path volumes made on it (the
+      // `confirm` step reads the volume), to remove their directories and then their finalizer.
+      if (a.verb !== "get" && a.verb !== "patch" && a.verb !== "update") return noOpinion("can only get individual resources of this type")
+      if (a.subresource !== "") return noOpinion("cannot get subresource")
       if (a.name === "") return noOpinion("No Object name found")
-      return graph.reachesVolume(node, a.name) ? allow : noOpinion(`no relationship found between node '${node}' and this object`)
+      return a.verb === "get" && graph.reachesVolume(node, a.name) ? allow : noOpinion(`no relationship found between node '${node}' and this object`)
     }
     case "serviceaccounts": {
       // Kubernetes 1.33 lets nodes get the ServiceAccounts of their pods too (image credential providers).
@@ -297,8 +303,19 @@ export const make = (store: StoreService): Effect.Effect<NodeAuthorizer, never, 
     yield* follow(podsPrefix, applyPod, graph.clearPods)
     yield* follow(claimsPrefix, applyClaim, graph.clearClaims)
 
+    // A local-path volume made on this node (its provisioner's annotations say so).
+    const pinnedVolume = (name: string, node: string): Effect.Effect<boolean> =>
+      store.get(Keys.object({ group: "", resource: "persistentvolumes", name })).pipe(
+        Effect.map((kv) => {
+          const a = asObject(asObject(parse(kv.value)?.["metadata"])["annotations"])
+          return a[Storage.SelectedNodeAnnotation] === node && a[Storage.ProvisionedByAnnotation] === Storage.LocalPathProvisioner
+        }),
+        Effect.orElseSucceed(() => false)
+      )
+
     // A miss may be the index lagging a pod bound a moment ago: ask the store for that namespace's pods.
     const confirm = (a: Authz.Attributes, node: string): Effect.Effect<boolean> => {
+      if (a.resource === "persistentvolumes") return pinnedVolume(a.name, node)
       const kind: Kind | undefined =
         a.resource === "secrets" ? "secret" : a.resource === "configmaps" ? "configmap" : a.resource === "persistentvolumeclaims" ? "pvc" : a.resource === "serviceaccounts" ? "serviceaccount" : undefined
       if (kind === undefined || a.namespace === "" || a.name === "") return Effect.succeed(false)

@@ -52,6 +52,7 @@ export interface Call {
     | "container.attach"
     | "container.remove"
     | "container.networkPolicy"
+    | "image.pull"
   readonly id: string
   readonly detail?: string
 }
@@ -62,6 +63,20 @@ export interface Options {
   readonly behavior?: (spec: Runtime.ContainerSpec) => Behavior
   /** Overrides of the reported info (capabilities). */
   readonly info?: Partial<Runtime.Info>
+  /**
+   * The images a simulated registry holds, by reference (`NAME:TAG`), for `images.pull`; a
+   * `password` makes one private (pulled only with that username and password).
+   */
+  readonly registry?: Readonly<Record<string, RegistryImage>>
+}
+
+/** An image of the memory runtime's simulated registry. */
+export interface RegistryImage {
+  readonly config?: Runtime.ImageConfig
+  readonly username?: string
+  readonly password?: string
+  /** Make pulls of it fail `Unavailable` (a registry that cannot be reached). */
+  readonly unreachable?: boolean
 }
 
 /** The test's hands on the simulated node. */

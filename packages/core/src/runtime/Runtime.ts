@@ -58,7 +58,12 @@ export const Capabilities = Schema.Struct({
   /** NetworkPolicy enforcement inside pod network namespaces. */
   networkPolicy: Schema.Boolean,
   /** The drivers this daemon was built with; `Info.driver` is the one serving. */
-  drivers: Schema.Array(Schema.String)
+  drivers: Schema.Array(Schema.String),
+  /**
+   * `images.pull` fetches images from OCI registries and a container's `image` is what it runs.
+   * Optional on the wire: a box from before pulls answers without it (false).
+   */
+  imagePull: opt(Schema.Boolean)
 })
 /** Capability flags. */
 export type Capabilities = typeof Capabilities.Type
@@ -278,7 +283,9 @@ export const Container = Schema.Struct({
   id: Schema.String,
   spec: ContainerSpec,
   status: ContainerStatus,
-  createdAt: Schema.String
+  createdAt: Schema.String,
+  /** What it runs, pinned: `REPOSITORY@sha256:<hex>` of a pulled image, or `sha256:<hex>` of an imported one (the pod's `imageID`). */
+  imageRef: opt(Schema.String)
 })
 /** A container. */
 export type Container = typeof Container.Type
@@ -379,7 +386,12 @@ export const Process = Schema.Struct({
   args: Schema.Array(Schema.String),
   rssBytes: Schema.Number,
   /** `R`, `S`, `D`, `Z`, ... as in /proc/<pid>/stat. */
-  state: Schema.String
+  state: Schema.String,
+  /** Its threads (`num_threads`). */
+  threads: opt(Schema.Number),
+  /** Bytes it made the storage layer read and write (/proc/<pid>/io `read_bytes`, `write_bytes`). */
+  readBytes: opt(Schema.Number),
+  writeBytes: opt(Schema.Number)
 })
 /** One process of a container. */
 export type Process = typeof Process.Type
@@ -434,16 +446,39 @@ export type NetworkPolicyApplied = typeof NetworkPolicyApplied.Type
 // Images
 // ---------------------------------------------------------------------------------------------
 
-/** An imported rootfs image, pinned by the sha256 of its tarball. */
+/**
+ * An image's own defaults (its OCI config), which the agent merges with a container's spec as
+ * Kubernetes does: `command` replaces `entrypoint` (and drops `cmd`), `args` replaces `cmd`.
+ */
+export const ImageConfig = Schema.Struct({
+  entrypoint: opt(Schema.Array(Schema.String)),
+  cmd: opt(Schema.Array(Schema.String)),
+  /** `KEY=VALUE`, as the OCI config has them; a container's own variables win. */
+  env: opt(Schema.Array(Schema.String)),
+  workingDir: opt(Schema.String),
+  /** `uid`, `uid:gid`, `name` or `name:group`, as the image says. */
+  user: opt(Schema.String)
+})
+/** An image's own defaults. */
+export type ImageConfig = typeof ImageConfig.Type
+
+/**
+ * An image the runtime holds: an imported rootfs tarball (pinned by the tarball's sha256) or an
+ * image pulled from a registry (pinned by its manifest's digest).
+ */
 export const Image = Schema.Struct({
   /** `NAME:TAG` references that point at it. */
   names: Schema.Array(Schema.String),
-  /** `sha256:<hex>`. */
+  /** `sha256:<hex>`: of the tarball (imported) or of the image's manifest (pulled). */
   digest: Schema.String,
   sizeBytes: Schema.Number,
-  importedAt: Schema.String
+  importedAt: Schema.String,
+  /** `REPOSITORY@sha256:<hex>` of a pulled image: what `imageID` reports. */
+  repoDigests: opt(Schema.Array(Schema.String)),
+  /** A pulled image's config (an imported tarball has none). */
+  config: opt(ImageConfig)
 })
-/** An imported image. */
+/** An image the runtime holds. */
 export type Image = typeof Image.Type
 
 /** `POST /v1/images/import`: a rootfs tarball already on the runtime's host. */
@@ -455,6 +490,45 @@ export const ImportRequest = Schema.Struct({
 })
 /** An image import request. */
 export type ImportRequest = typeof ImportRequest.Type
+
+/**
+ * Registry credentials for one pull, from the pod's `imagePullSecrets` (the agent picks the ones
+ * whose registry matches the image). Used for basic auth or to obtain a bearer token.
+ */
+export const PullCredential = Schema.Struct({
+  username: opt(Schema.String),
+  password: opt(Schema.String),
+  /** An OAuth2 refresh token (`identitytoken` of a docker config). */
+  identityToken: opt(Schema.String),
+  /** A bearer token sent as is (`registrytoken`). */
+  registryToken: opt(Schema.String)
+})
+/** Registry credentials. */
+export type PullCredential = typeof PullCredential.Type
+
+/** `POST /v1/images/pull`. */
+export const PullRequest = Schema.Struct({
+  /** A Kubernetes image reference: `[HOST[:PORT]/]PATH[:TAG][@sha256:<hex>]`. */
+  image: Schema.String,
+  /** `IfNotPresent`/`Never` use a held image; `Always` asks the registry (and fetches only what changed). */
+  policy: Schema.Literal("Always", "IfNotPresent", "Never"),
+  /** Tried in order until one is accepted; none: anonymous. */
+  credentials: opt(Schema.Array(PullCredential))
+})
+/** An image pull request. */
+export type PullRequest = typeof PullRequest.Type
+
+/** The answer of a pull. */
+export const PullResult = Schema.Struct({
+  image: Image,
+  /** Whether the registry was asked (false: the image was held and the policy allowed it). */
+  pulled: Schema.Boolean,
+  /** Bytes of blobs fetched (0 when every layer was cached). */
+  fetchedBytes: Schema.Number,
+  durationMs: Schema.Number
+})
+/** The answer of a pull. */
+export type PullResult = typeof PullResult.Type
 
 // ---------------------------------------------------------------------------------------------
 // The service
@@ -530,6 +604,13 @@ export interface Containers {
 /** Image operations. */
 export interface Images {
   readonly import: (request: ImportRequest) => Effect.Effect<Image, Invalid | Unavailable>
+  /**
+   * Make `request.image` present as its policy says. `NotFound` (kind image): the registry or
+   * the node has no such image (`Never` and absent); `Invalid`: a malformed reference, refused
+   * credentials, a digest that does not match; `Unavailable`: the registry cannot be reached;
+   * `Unsupported`: this runtime runs no images (`capabilities.imagePull` is false).
+   */
+  readonly pull: (request: PullRequest) => Effect.Effect<PullResult, NotFound | Invalid | Unavailable | Unsupported>
   readonly list: Effect.Effect<ReadonlyArray<Image>, Unavailable>
 }
 

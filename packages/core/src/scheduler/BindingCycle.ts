@@ -6,8 +6,11 @@
  * elsewhere, a volume taken) or a failure the pod is forgotten by the cache, unreserved, backs off
  * and the failure is reported, to be retried against a fresh snapshot.
  *
- * Volumes: after Reserve the runtime writes the binding itself, as upstream's PreBind and the PV
- * controller together would (Fleet has no PV controller; see `VolumeBindingScope`): the volume's
+ * Volumes: a claim to be provisioned gets the chosen node as `volume.kubernetes.io/selected-node`
+ * (the PersistentVolume controller and the provisioner do the rest). Otherwise, after Reserve the
+ * runtime writes the binding itself, as upstream's PreBind and the PV controller together would
+ * (so claims the PersistentVolume controller leaves to the scheduler are bound; see
+ * `VolumeBindingScope`): the volume's
  * `spec.claimRef` (a compare-and-swap on the volume the decision saw), then the claim's
  * `spec.volumeName`, then both `status.phase: Bound`; a failed write releases the volumes claimed
  * so far and the pod backs off. A pod binding that fails after its volumes were bound keeps them
@@ -72,6 +75,14 @@ export const bindVolumes = (client: Client.Client, volumes: Informer.Informer, c
         s
       )
     for (const b of list) {
+      if (b.volume === "") {
+        // To be provisioned: the node is the provisioner's to know; a claim bound meanwhile ignores it.
+        const selected = yield* Effect.either(
+          client.patch(ResourceRefs.PersistentVolumeClaim, b.namespace, b.claim, "merge", { metadata: { annotations: { [VolumeBinding.selectedNodeAnnotation]: b.node ?? "" } } })
+        )
+        if (selected._tag === "Left") return yield* fail(volumeFailure(selected.left, `persistentvolumeclaim "${b.claim}"`))
+        continue
+      }
       const pv = volumes.get(undefined, b.volume)
       if (pv === undefined) return yield* fail(status("Error", `binding volumes: persistentvolume "${b.volume}" not found`))
       const claimRef = { apiVersion: "v1", kind: "PersistentVolumeClaim", namespace: b.namespace, name: b.claim, uid: b.claimUid }

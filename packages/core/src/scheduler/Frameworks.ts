@@ -90,8 +90,10 @@ export const build = (
   const services = informers.for(ResourceRefs.Service)
   const volumes = informers.for(ResourceRefs.PersistentVolume)
   const claims = informers.for(ResourceRefs.PersistentVolumeClaim)
+  const classes = informers.for(ResourceRefs.StorageClass)
   const claimOf = (namespace: string, name: string) => claims.get(namespace, name)
-  const registry = VolumeBindingScope.scopeRegistry(base, claimOf)
+  const classOf = (name: string) => classes.get(undefined, name)
+  const registry = VolumeBindingScope.scopeRegistry(base, claimOf, classOf)
   // Preemption's filter runner is bound once its framework is built (it is only called at PostFilter time).
   const byName = new Map<string, Framework>()
   for (const profile of profiles) {
@@ -105,7 +107,7 @@ export const build = (
         return ns === undefined ? undefined : labelsOf(ns)
       },
       defaultSelector: defaultSelector(services),
-      volumes: { claim: claimOf, volumes: () => volumes.list() }
+      volumes: { claim: claimOf, volumes: () => volumes.list(), storageClass: classOf }
     }
     const built = Profiles.build(profile, registry, handle)
     if (built._tag === "Left") return Either.left(`scheduler profile ${profile.schedulerName}: ${built.left}`)

@@ -1,14 +1,13 @@
 /**
- * VolumeBinding as the scheduler runtime registers it — the runtime's choice, a departure from
- * upstream: Fleet has neither a PersistentVolume controller nor a provisioner nor a StorageClass
- * kind, so an unbound claim that does not wait for its first consumer would never be bound by
- * anyone (upstream keeps such a pod Pending with `pod has unbound immediate PersistentVolumeClaims`
- * until the PV controller binds it). The scheduler therefore binds only the claims whose class the
- * VolumeBinding arguments list in `waitForFirstConsumer` (local-volume classes): for those
- * VolumeBinding is strict (a pod waits for a fitting volume). Unbound claims of any other class, or
- * of none, are not the scheduler's concern: the pod is placed as if it did not have them and the
- * claim stays Pending, visibly. A bound claim is always honoured (its volume's node affinity), a
- * missing claim always stops the pod.
+ * VolumeBinding as the scheduler runtime registers it — which claims the scheduler judges. A claim
+ * whose StorageClass exists is judged as upstream: WaitForFirstConsumer claims get a volume (or a
+ * provisioning node) with the pod, Immediate ones keep the pod Pending (`pod has unbound immediate
+ * PersistentVolumeClaims`) until the PersistentVolume controller binds them. So are claims whose
+ * class the VolumeBinding arguments list in `waitForFirstConsumer` (local-volume classes with no
+ * StorageClass object). A claim with no class (the cluster has no default) or naming a class that
+ * does not exist is a departure: the pod is placed as if it did not have it and the claim stays
+ * Pending, visibly. A bound claim is always honoured (its
+ * volume's node affinity), a missing claim always stops the pod.
  */
 import { asArray, asObject, asString, type JsonObject } from "../object/Json.js"
 import * as Views from "../object/Views.js"
@@ -18,6 +17,9 @@ import type * as Snapshot from "./Snapshot.js"
 
 /** Looks a claim up by namespace and name. */
 export type ClaimLookup = (namespace: string, name: string) => JsonObject | undefined
+
+/** Looks a StorageClass up by name. */
+export type ClassLookup = (name: string) => JsonObject | undefined
 
 /** A claim's class: `spec.storageClassName`, else the beta annotation (upstream's GetPersistentVolumeClaimClass). */
 export const claimClass = (claim: JsonObject): string => {
@@ -30,7 +32,7 @@ export const claimClass = (claim: JsonObject): string => {
  * missing, deleting or bound, or one whose class waits for its first consumer. Pod volumes are
  * read as plain JSON: generic ephemeral volumes are not in the Pod schema Fleet stores.
  */
-export const concerns = (waiting: ReadonlySet<string>, claim: ClaimLookup, pod: Snapshot.PodInfo, volume: JsonObject): boolean => {
+export const concerns = (waiting: ReadonlySet<string>, claim: ClaimLookup, pod: Snapshot.PodInfo, volume: JsonObject, storageClass: ClassLookup = () => undefined): boolean => {
   const named = asString(asObject(volume["persistentVolumeClaim"])["claimName"])
   const name = named !== "" ? named : volume["ephemeral"] !== undefined && volume["ephemeral"] !== null ? `${pod.name}-${asString(volume["name"])}` : ""
   if (name === "") return true
@@ -39,7 +41,9 @@ export const concerns = (waiting: ReadonlySet<string>, claim: ClaimLookup, pod: 
   const view = Views.persistentVolumeClaim(c)
   // Missing, deleting or bound claims are the plugin's to judge.
   if (view.metadata?.deletionTimestamp != null || (view.spec?.volumeName ?? "") !== "") return true
-  return waiting.has(claimClass(c))
+  // A class that exists is judged as upstream: the PersistentVolume controller binds Immediate claims.
+  const cls = claimClass(c)
+  return waiting.has(cls) || (cls !== "" && storageClass(cls) !== undefined)
 }
 
 /**
@@ -47,7 +51,7 @@ export const concerns = (waiting: ReadonlySet<string>, claim: ClaimLookup, pod: 
  * in `waitForFirstConsumer`. A pod left with no claim is skipped by the plugin as one that has
  * none. The plugin is otherwise the one built (its other points reached through the prototype).
  */
-export const scope = (factory: Factory, claim: ClaimLookup): Factory => (args, handle) => {
+export const scope = (factory: Factory, claim: ClaimLookup, storageClass: ClassLookup = () => undefined): Factory => (args, handle) => {
   const built = factory(args, handle)
   if (typeof built === "string" || typeof (built as Partial<PreFilterPlugin>).preFilter !== "function") return built
   const plugin = built as PreFilterPlugin
@@ -57,7 +61,7 @@ export const scope = (factory: Factory, claim: ClaimLookup): Factory => (args, h
     const volumes = asArray(spec["volumes"])
     let kept: Array<unknown> | undefined
     for (let i = 0; i < volumes.length; i++) {
-      const keep = concerns(waiting, claim, pod, asObject(volumes[i]))
+      const keep = concerns(waiting, claim, pod, asObject(volumes[i]), storageClass)
       if (!keep && kept === undefined) kept = volumes.slice(0, i)
       else if (keep && kept !== undefined) kept.push(volumes[i])
     }
@@ -71,7 +75,7 @@ export const scope = (factory: Factory, claim: ClaimLookup): Factory => (args, h
  * `registry` with whatever it builds under VolumeBinding's name scoped: the claim scoping is the
  * cluster's policy (no PV controller), not the plugin's.
  */
-export const scopeRegistry = (registry: Registry, claim: ClaimLookup): Registry => {
+export const scopeRegistry = (registry: Registry, claim: ClaimLookup, storageClass: ClassLookup = () => undefined): Registry => {
   const volumeBinding = Object.prototype.hasOwnProperty.call(registry, VolumeBinding.name) ? registry[VolumeBinding.name] : undefined
-  return volumeBinding === undefined ? registry : { ...registry, [VolumeBinding.name]: scope(volumeBinding, claim) }
+  return volumeBinding === undefined ? registry : { ...registry, [VolumeBinding.name]: scope(volumeBinding, claim, storageClass) }
 }

@@ -10,6 +10,7 @@
 import { Chunk, Duration, Effect, Either, Fiber, Layer, Schedule, Stream } from "effect"
 import { describe, expect, it } from "vitest"
 import * as Runtime from "../runtime/Runtime.js"
+import * as StreamSession from "../runtime/StreamSession.js"
 
 /** The label naming a container's contract workload. */
 export const workloadLabel = "contract.fleet.koder.dev/workload"
@@ -29,6 +30,9 @@ export type Workload = keyof typeof Workloads
 
 /** The command of the contract's exec: writes `hi` and exits 4. */
 export const execCommand: ReadonlyArray<string> = ["sh", "-c", "echo hi; exit 4"]
+
+/** The contract's streaming exec with stdin: echoes its stdin, writes `err` to stderr, exits 5. */
+export const stdinCommand: ReadonlyArray<string> = ["sh", "-c", "cat; echo err >&2; exit 5"]
 
 /** A command no runtime finds: starting it is a `StartError`. */
 export const missingCommand = "/nonexistent/contract-command"
@@ -78,6 +82,51 @@ const logged = (rt: Runtime.RuntimeService, id: string, line: string) =>
     Effect.map(Stream.runCollect(rt.containers.logs(id)), (c) => (Chunk.toReadonlyArray(c).some((l) => l.line === `${line}\n`) || undefined)),
     `"${line}" in the log of ${id}`
   )
+
+/** What a session sent until it ended: the text of stdout and stderr, and how its Status says it ended. */
+export const drain = (session: StreamSession.StreamSession) =>
+  Effect.promise(async () => {
+    const decoder = new TextDecoder()
+    const text: Record<number, string> = {}
+    let outcome: ReturnType<typeof StreamSession.outcomeOf> | undefined
+    for await (const f of session.frames) {
+      if (f.channel === StreamSession.Channel.error) outcome = StreamSession.outcomeOf(f.data)
+      else text[f.channel] = (text[f.channel] ?? "") + decoder.decode(f.data)
+    }
+    return { stdout: text[StreamSession.Channel.stdout] ?? "", stderr: text[StreamSession.Channel.stderr] ?? "", outcome }
+  }).pipe(Effect.timeoutFail({ duration: Duration.seconds(20), onTimeout: () => new Error("timed out: the session to end") }))
+
+/** The contract of streaming exec and attach (StreamSession frames). */
+const streaming = (t: (title: string, test: Test) => void) => {
+    t("a streaming exec relays output and stdin and ends with the exit code in its Status", (rt, pod) =>
+      Effect.gen(function* () {
+        const id = yield* pod.run("stream", "server")
+        yield* logged(rt, id, "ready")
+        const plain = yield* rt.containers.execStream(id, { command: execCommand, stdin: false, tty: false })
+        expect(yield* drain(plain)).toEqual({ stdout: "hi\n", stderr: "", outcome: { exitCode: 4 } })
+        const fed = yield* rt.containers.execStream(id, { command: stdinCommand, stdin: true, tty: false })
+        fed.send(StreamSession.text(StreamSession.Channel.stdin, "one "))
+        fed.send(StreamSession.text(StreamSession.Channel.stdin, "two\n"))
+        fed.send(StreamSession.closeStdin)
+        expect(yield* drain(fed)).toEqual({ stdout: "one two\n", stderr: "err\n", outcome: { exitCode: 5 } })
+        expect(yield* outcome(rt.containers.execStream(id, { command: [], stdin: false, tty: false }))).toBe("RuntimeInvalid")
+        yield* rt.containers.stop(id, { gracePeriodMs: 0 })
+        expect(yield* outcome(rt.containers.execStream(id, { command: execCommand, stdin: false, tty: false }))).toBe("RuntimeInvalid")
+        expect(yield* outcome(rt.containers.execStream("no-such-container", { command: execCommand, stdin: false, tty: false }))).toBe("RuntimeNotFound")
+      }))
+
+    t("attach follows a running container until it stops; refused once it exited", (rt, pod) =>
+      Effect.gen(function* () {
+        const id = yield* pod.run("attached", "server")
+        yield* logged(rt, id, "ready")
+        const session = yield* rt.containers.attach(id, { stdin: false, tty: false })
+        const ended = yield* Effect.fork(drain(session))
+        yield* rt.containers.stop(id, { gracePeriodMs: 5_000 })
+        yield* Fiber.join(ended)
+        expect(yield* outcome(rt.containers.attach(id, { stdin: false, tty: false }))).toBe("RuntimeInvalid")
+        expect(yield* outcome(rt.containers.attach("no-such-container", { stdin: false, tty: false }))).toBe("RuntimeNotFound")
+      }))
+}
 
 /** Register the contract tests for one runtime under `describe("Runtime contract: <name>")`. */
 export const suite = (name: string, layer: Layer.Layer<Runtime.Runtime, unknown>, options: Options = {}) => {
@@ -187,6 +236,8 @@ export const suite = (name: string, layer: Layer.Layer<Runtime.Runtime, unknown>
         yield* rt.containers.stop(id, { gracePeriodMs: 0 })
         expect(yield* outcome(rt.containers.exec(id, { command: execCommand }))).toBe("RuntimeInvalid")
       }))
+
+    streaming(t)
 
     t("stats sample a running container and are refused once it exited", (rt, pod) =>
       Effect.gen(function* () {

@@ -15,10 +15,13 @@ describe("the default chain", () => {
     expect(AdmissionPlugins.order).toEqual([
       "NamespaceLifecycle",
       "NodeRestriction",
+      "CertificateRequester",
       "DefaultServiceAccount",
       "PodSecurity",
       "Priority",
       "DefaultTolerationSeconds",
+      "PersistentVolumeClaimResize",
+      "DefaultStorageClass",
       "LimitRanger",
       "MutatingAdmissionWebhook",
       "RegionLabel",

@@ -33,7 +33,17 @@ describe("NodeRestriction.decide", () => {
     ["own lease", request("UPDATE", "coordination.k8s.io", "leases", { user: n1, namespace: "kube-node-lease", name: "n1" }), undefined],
     ["other lease", request("UPDATE", "coordination.k8s.io", "leases", { user: n1, namespace: "kube-node-lease", name: "n2" }), "can only access node lease with the same name as the requesting node"],
     ["lease elsewhere", request("CREATE", "coordination.k8s.io", "leases", { user: n1, namespace: "default", name: "n1" }), 'can only access leases in the "kube-node-lease" namespace'],
-    ["other resources are RBAC's", request("CREATE", "", "configmaps", { user: n1, namespace: "a", name: "c" }), undefined]
+    ["other resources are RBAC's", request("CREATE", "", "configmaps", { user: n1, namespace: "a", name: "c" }), undefined],
+    [
+      "a volume's finalizer removed",
+      request("UPDATE", "", "persistentvolumes", { user: n1, name: "pv", object: { metadata: { name: "pv", finalizers: [], resourceVersion: "2" }, spec: { a: 1 } }, oldObject: { metadata: { name: "pv", finalizers: ["x"], resourceVersion: "1" }, spec: { a: 1 } } }),
+      undefined
+    ],
+    [
+      "a volume's spec changed",
+      request("UPDATE", "", "persistentvolumes", { user: n1, name: "pv", object: { metadata: { name: "pv" }, spec: { claimRef: { name: "mine" } } }, oldObject: { metadata: { name: "pv" }, spec: {} } }),
+      'node "n1" can only remove finalizers of persistentvolumes'
+    ]
   ]
   it.each(cases)("%s", (_what, req, message) => expect(NodeRestriction.decide(req)).toBe(message))
 

@@ -52,7 +52,10 @@ describe("ContainerActions", () => {
       const c = container({ lifecycle: { postStart: { exec: { command: ["warm"] } } } })
       expect(yield* ContainerActions.start(deps, pod(c), state, startAction(c), lookup, plan)).toBe(true)
       expect((yield* containerCalls(control))).toEqual(["container.create", "container.start"])
-      expect(events).toEqual(["Normal Started: Started container app"])
+      expect(events).toEqual([
+        `Normal ImageNotUsed: Image "x" is not pulled: the memory runtime runs the container's command on the host`,
+        "Normal Started: Started container app"
+      ])
       expect(hooks).toEqual([`app exec ${ContainerActions.postStartTimeoutMs}`])
       expect((yield* runtime.containers.list())[0]?.status.state).toBe("running")
     })
@@ -64,7 +67,7 @@ describe("ContainerActions", () => {
       const { command: _none, ...c } = container()
       expect(yield* ContainerActions.start(deps, pod(c), state, startAction(c), lookup, plan)).toBe(false)
       expect(state.waiting.get("app")?.reason).toBe("CreateContainerConfigError")
-      expect(events[0]).toMatch(/^Warning Failed: Error: container "app" has no command/)
+      expect(events[1]).toMatch(/^Warning Failed: Error: container "app" has no command/)
       expect(yield* containerCalls(control)).toEqual([])
     })
   )

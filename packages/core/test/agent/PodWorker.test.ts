@@ -92,7 +92,7 @@ describe("PodWorker", () => {
         yield* PodWorker.sync(deps, uid)
         expect((yield* control.calls).map((c) => c.op)).toEqual(["sandbox.create", "container.create", "container.start"])
         expect(states.get(uid)).toMatchObject({ admitted: true, volumesReady: true })
-        expect(events).toEqual(["web Normal Started"])
+        expect(events).toEqual(["web Normal ImageNotUsed", "web Normal Started"])
         const status = (yield* apiPod("web")).status
         expect(status?.phase).toBe("Running")
         expect(status?.containerStatuses?.[0]).toMatchObject({ name: "app", started: true, state: { running: {} } })

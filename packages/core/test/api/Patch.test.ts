@@ -497,7 +497,7 @@ describe("errors map to the Status kube-apiserver sends", () => {
   it("415 lists the media types that would work", () => {
     const forCrd = Patch.toApiError(left(Patch.apply("application/strategic-merge-patch+json", widget, {}))).status.message
     expect(forCrd).toBe(
-      "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json"
+      "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
     )
     const wrongType = Patch.toApiError(left(Patch.apply("text/plain", widget, {}))).status.message
     expect(wrongType).toContain("application/strategic-merge-patch+json")
@@ -526,7 +526,7 @@ describe("content types", () => {
   })
 
   it("lists the three patch types it applies and server-side apply", () => {
-    expect(Patch.accepted).toEqual(["application/json-patch+json", "application/merge-patch+json", "application/strategic-merge-patch+json"])
+    expect(Patch.accepted).toEqual(["application/json-patch+json", "application/merge-patch+json", "application/strategic-merge-patch+json", "application/apply-patch+yaml"])
     expect(Patch.contentTypes.apply).toBe("application/apply-patch+yaml")
   })
 })

@@ -137,3 +137,15 @@ describe("relay", () => {
     expect(e.closed()).toBe(true)
   })
 })
+
+describe("dialPort", () => {
+  const pod = { status: { hostPorts: [{ containerName: "web", name: "http", containerPort: 8080, hostPort: 31001 }, { containerName: "web", containerPort: 53, protocol: "UDP", hostPort: 31002 }] } }
+  it.each<[string, unknown, number, number]>([
+    ["a declared TCP port: its host port", pod, 8080, 31001],
+    ["an undeclared port: as asked", pod, 9090, 9090],
+    ["a UDP assignment does not serve TCP", pod, 53, 53],
+    ["a pod with its own network (no hostPorts)", { status: {} }, 8080, 8080]
+  ])("%s", (_, p, port, want) => {
+    expect(PodStreams.dialPort(p, port)).toBe(want)
+  })
+})

@@ -44,8 +44,11 @@ describe("EndpointSlice", () => {
 
   it.each([
     ["IPv6", ["2001:db8::1"]],
-    ["FQDN", ["db.example.com"]]
-  ])("accepts %s addresses", (addressType, addresses) => {
+    ["FQDN", ["db.example.com"]],
+    // A host-mode pod on a loopback-only host has its node's 127.0.0.1 (unlike Kubernetes).
+    ["IPv4", ["127.0.0.1"]],
+    ["IPv6", ["::1"]]
+  ])("accepts %s addresses %j", (addressType, addresses) => {
     expect(createErrors(slice({ addressType, endpoints: [{ addresses }] }))).toEqual([])
   })
 
@@ -57,7 +60,6 @@ describe("EndpointSlice", () => {
     ["1001 endpoints", slice({ endpoints: Array.from({ length: 1001 }, () => ({ addresses: ["10.0.0.1"] })) }), "endpoints: Too many: 1001: must have at most 1000 items"],
     ["an IPv6 address in an IPv4 slice", slice({ endpoints: [{ addresses: ["2001:db8::1"] }] }), 'endpoints[0].addresses[0]: Invalid value: "2001:db8::1": must be a valid IPv4 address'],
     ["an IPv4 address in an IPv6 slice", slice({ addressType: "IPv6", endpoints: [{ addresses: ["10.0.0.1"] }] }), 'endpoints[0].addresses[0]: Invalid value: "10.0.0.1": must be a valid IPv6 address'],
-    ["a loopback address", slice({ endpoints: [{ addresses: ["127.0.0.1"] }] }), 'endpoints[0].addresses[0]: Invalid value: "127.0.0.1": may not be in the loopback range (127.0.0.0/8, ::1/128)'],
     ["a link-local address", slice({ endpoints: [{ addresses: ["169.254.169.254"] }] }), 'endpoints[0].addresses[0]: Invalid value: "169.254.169.254": may not be in the link-local range (169.254.0.0/16, fe80::/10)'],
     ["the unspecified address", slice({ addressType: "IPv6", endpoints: [{ addresses: ["::"] }] }), 'endpoints[0].addresses[0]: Invalid value: "::": may not be unspecified (::)'],
     ["a one-label FQDN", slice({ addressType: "FQDN", endpoints: [{ addresses: ["localhost"] }] }), 'endpoints[0].addresses[0]: Invalid value: "localhost": should be a domain with at least two segments separated by dots'],

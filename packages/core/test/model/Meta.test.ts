@@ -62,13 +62,15 @@ describe("ObjectMeta", () => {
         { apiVersion: "apps/v1", kind: "ReplicaSet", name: "web-abc", uid: "u1", controller: true, blockOwnerDeletion: true }
       ],
       finalizers: ["kubernetes.io/pvc-protection"],
-      managedFields: [{ manager: "kubectl" }]
+      managedFields: [{ manager: "kubectl", operation: "Apply" }],
+      selfLink: "/api/v1/namespaces/default/pods/web-0"
     })
     expect(Either.isRight(r)).toBe(true)
     if (Either.isRight(r)) {
-      // null decodes to absent; unknown fields (managedFields) are dropped.
+      // null decodes to absent; managedFields are kept (server-side apply); unknown fields are dropped.
       expect("deletionTimestamp" in r.right).toBe(false)
-      expect("managedFields" in r.right).toBe(false)
+      expect(r.right.managedFields?.[0]?.manager).toBe("kubectl")
+      expect("selfLink" in r.right).toBe(false)
       expect(r.right.ownerReferences?.[0]?.controller).toBe(true)
     }
   })

@@ -93,6 +93,8 @@ describe("NodeAuthorizer.decide", () => {
     ["list claims", attrs("list", "persistentvolumeclaims", "shop", ""), { _tag: "NoOpinion", reason: "can only get individual resources of this type" }],
     ["the volume of a related claim", attrs("get", "persistentvolumes", "", "pv-data"), allow],
     ["the volume of an unrelated claim", attrs("get", "persistentvolumes", "", "pv-else"), noRelation],
+    ["patching a volume is for its node to confirm (local-path)", attrs("patch", "persistentvolumes", "", "pv-data"), noRelation],
+    ["deleting a volume", attrs("delete", "persistentvolumes", "", "pv-data"), { _tag: "NoOpinion", reason: "can only get individual resources of this type" }],
     ["a token for the pod's ServiceAccount", attrs("create", "serviceaccounts", "shop", "web-sa", { subresource: "token" }), allow],
     ["the pod's ServiceAccount", attrs("get", "serviceaccounts", "shop", "web-sa"), allow],
     ["a token for a kube-system ServiceAccount", attrs("create", "serviceaccounts", "kube-system", "admin", { subresource: "token" }), noRelation],
@@ -153,6 +155,32 @@ describe("NodeAuthorizer.make", () => {
       yield* Effect.orDie(store.delete(Keys.object({ group: "", resource: "pods", namespace: "shop", name: "web" })))
       for (let i = 0; i < 200 && index.graph.reaches("n1", "secret", "shop", "vol-secret"); i++) yield* Effect.sleep("10 millis")
       expect(yield* index.authorize(attrs("get", "secrets", "shop", "vol-secret"))).toEqual({ allowed: false, reason: "no relationship found between node 'n1' and this object" })
+    }).pipe(Effect.provide(Store.layerMemory))
+  )
+})
+
+describe("NodeAuthorizer.make and local-path volumes", () => {
+  effectIt.scopedLive("lets a node get and patch the local-path volumes made on it, and no others", () =>
+    Effect.gen(function* () {
+      const store = yield* Store.Store
+      const pv = (name: string, node: string, provisioner = "fleet.koder.dev/local-path") =>
+        Effect.orDie(
+          store.create(
+            Keys.object({ group: "", resource: "persistentvolumes", name }),
+            JSON.stringify({ apiVersion: "v1", kind: "PersistentVolume", metadata: { name, annotations: { "volume.kubernetes.io/selected-node": node, "pv.kubernetes.io/provisioned-by": provisioner } }, spec: {} })
+          )
+        )
+      yield* pv("pvc-mine", "n1")
+      yield* pv("pvc-theirs", "n2")
+      yield* pv("pvc-other", "n1", "example.com/p")
+      const index = yield* NodeAuthorizer.make(store)
+      const yes = { allowed: true, reason: "" }
+      const no = { allowed: false, reason: "no relationship found between node 'n1' and this object" }
+      expect(yield* index.authorize(attrs("get", "persistentvolumes", "", "pvc-mine"))).toEqual(yes)
+      expect(yield* index.authorize(attrs("patch", "persistentvolumes", "", "pvc-mine"))).toEqual(yes)
+      expect(yield* index.authorize(attrs("patch", "persistentvolumes", "", "pvc-theirs"))).toEqual(no)
+      expect(yield* index.authorize(attrs("get", "persistentvolumes", "", "pvc-other"))).toEqual(no)
+      expect(yield* index.authorize(attrs("get", "persistentvolumes", "", "pvc-missing"))).toEqual(no)
     }).pipe(Effect.provide(Store.layerMemory))
   )
 })

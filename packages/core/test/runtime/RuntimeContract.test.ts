@@ -8,7 +8,9 @@ const behavior = (spec: Runtime.ContainerSpec): MemoryRuntime.Behavior => {
   const exec = (request: Runtime.ExecRequest) =>
     request.command.join(" ") === RuntimeContract.execCommand.join(" ")
       ? { exitCode: 4, stdout: "hi\n", stderr: "", timedOut: false }
-      : { exitCode: 127, stdout: "", stderr: "not simulated\n", timedOut: false }
+      : request.command.join(" ") === RuntimeContract.stdinCommand.join(" ")
+        ? { exitCode: 5, stdout: request.stdin ?? "", stderr: "err\n", timedOut: false }
+        : { exitCode: 127, stdout: "", stderr: "not simulated\n", timedOut: false }
   switch (spec.labels?.[RuntimeContract.workloadLabel]) {
     case "exit3":
       return { output: ["out", { stream: "stderr", line: "err" }], exitAfterMs: 20, exitCode: 3, exec }

@@ -23,7 +23,7 @@
  *
  * Errors are Kubernetes `Status` objects, passed through by the server as they are.
  */
-import { type ApiError, Exposition, type Http, NodeAccess, PodLog, type Runtime, Status, type StreamSession } from "@koder/fleet-core"
+import { AgentUsage, type ApiError, Exposition, type Http, NodeAccess, PodLog, type Runtime, Status, type StreamSession } from "@koder/fleet-core"
 import { Effect, Either, Exit, Runtime as EffectRuntime, Stream } from "effect"
 import { createServer, type Server } from "node:https"
 import type { IncomingMessage, ServerResponse } from "node:http"
@@ -70,7 +70,7 @@ const readJson = (req: IncomingMessage, limit = 1 << 20): Promise<Record<string,
 const streamRoute = /^\/v1\/pods\/([^/]+)\/([^/]+)\/([^/]+)\/([^/]+)\/(exec|attach|portforward)$/
 const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: 16 * 1024 * 1024 })
 
-const route = /^\/v1\/pods\/([^/]+)\/([^/]+)\/([^/]+)\/([^/]+)\/(log|exec|signal)$/
+const route = /^\/v1\/pods\/([^/]+)\/([^/]+)\/([^/]+)\/([^/]+)\/(log|exec|signal|processes)$/
 
 /** Serve `runtime` for node `node` on `host:port` (port 0: any), trusting clients signed by `caPem`. */
 export const start = async (options: {
@@ -111,11 +111,33 @@ export const start = async (options: {
     }
     if (!fromServer) return sendStatus(res, Status.forbidden({ group: "", resource: "nodes/proxy" }, options.node, "only the API server may call a node's endpoint"))
     const url = new URL(req.url ?? "/", "https://agent")
+    if (url.pathname === "/v1/usage") {
+      // What metrics-server scrapes from a kubelet: the node's and its pods' use, sampled now.
+      if (req.method !== "GET") return sendStatus(res, Status.methodNotSupported({ group: "", resource: "nodes/stats" }, String(req.method).toLowerCase()))
+      const windowMs = Math.min(Math.max(Number(url.searchParams.get("windowMs") ?? 15_000) || 15_000, 1_000), 600_000)
+      void EffectRuntime.runPromiseExit(fibers)(AgentUsage.report(options.runtime, windowMs)).then((exit) => {
+        if (Exit.isFailure(exit)) return sendStatus(res, Status.serviceUnavailable(`the box cannot be sampled: ${exit.cause._tag === "Fail" ? exit.cause.error.message : "failed"}`))
+        const body = JSON.stringify(exit.value)
+        res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) })
+        res.end(body)
+      })
+      return
+    }
     const m = route.exec(url.pathname)
     if (m === null) return sendStatus(res, Status.notFound({ group: "", resource: "paths" }, url.pathname))
     const [, namespace, pod, uid, container, verb] = m.map((s) => decodeURIComponent(s ?? "")) as [string, string, string, string, string, string]
     const target: NodeAccess.Target = { node: options.node, namespace, pod, uid, container }
     const fail = (e: unknown) => sendStatus(res, typeof e === "object" && e !== null && "status" in e ? (e as { status: Status.Status }).status : Status.internalError(String(e)))
+    if (verb === "processes") {
+      if (req.method !== "GET") return sendStatus(res, Status.methodNotSupported({ group: "", resource: "pods/processmetrics" }, String(req.method).toLowerCase()))
+      void EffectRuntime.runPromiseExit(fibers)(access.processes(target)).then((exit) => {
+        if (Exit.isFailure(exit)) return fail(exit.cause._tag === "Fail" ? exit.cause.error : exit.cause)
+        const body = JSON.stringify(exit.value)
+        res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) })
+        res.end(body)
+      })
+      return
+    }
     if (verb === "log") {
       if (req.method !== "GET") return sendStatus(res, Status.methodNotSupported({ group: "", resource: "pods/log" }, String(req.method).toLowerCase()))
       const parsed = PodLog.parseOptions(url.searchParams)

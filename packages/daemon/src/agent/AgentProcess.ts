@@ -9,7 +9,7 @@
  *   box socket ─▶ KboxClient (or the box's runtime itself, in dev) ─▶ runtime info ─▶ HostFacts.detect (capacity − reserved)
  *     ─▶ Agent.make (+ NetProber, FsVolumeWriter, NetHostPortAllocator)
  */
-import { Agent, ApiClient, Client, Runtime } from "@koder/fleet-core"
+import { Agent, ApiClient, Client, InClusterEnv, Runtime } from "@koder/fleet-core"
 import { KboxClient } from "@koder/fleet-kbox-client"
 import { Effect, Schedule, type Scope } from "effect"
 import { AgentStartError } from "../DaemonError.js"
@@ -18,6 +18,7 @@ import { Agent as UndiciAgent, fetch as undiciFetch } from "undici"
 import { ensurePrivateDir, readIfExists, writeAtomic } from "../internal/files.js"
 import * as FsVolumeWriter from "./FsVolumeWriter.js"
 import * as HostFacts from "./HostFacts.js"
+import * as LocalPathVolumes from "./LocalPathVolumes.js"
 import * as MemoryDir from "./MemoryDir.js"
 import * as NetHostPortAllocator from "./NetHostPortAllocator.js"
 import * as NetProber from "./NetProber.js"
@@ -156,8 +157,13 @@ export const run = (options: Options): Effect.Effect<Running, AgentStartError, S
       ...(options.networkPolicyStrict === undefined ? {} : { networkPolicyStrict: options.networkPolicyStrict }),
       ...(options.allowUnenforcedLimits === undefined ? {} : { allowUnenforcedLimits: options.allowUnenforcedLimits }),
       ...options.tuning,
-      // FLEET_DNS: host-mode pods share the host's resolv.conf, so the cluster DNS is named here.
-      defaultEnv: { PATH: process.env["PATH"] ?? Agent.defaultPath, ...(options.clusterDns === undefined ? {} : { FLEET_DNS: options.clusterDns }) },
+      // FLEET_DNS: host-mode pods share the host's resolv.conf, so the cluster DNS is named here;
+      // KUBERNETES_SERVICE_HOST/PORT: where in-cluster clients find the API.
+      defaultEnv: {
+        PATH: process.env["PATH"] ?? Agent.defaultPath,
+        ...InClusterEnv.fromServer(options.server),
+        ...(options.clusterDns === undefined ? {} : { FLEET_DNS: options.clusterDns })
+      },
       runtimeName: info.name
     }).pipe(
       Effect.provideService(ApiClient.ApiClient, client),
@@ -166,6 +172,8 @@ export const run = (options: Options): Effect.Effect<Running, AgentStartError, S
       Effect.provide(FsVolumeWriter.layer),
       Effect.provide(NetHostPortAllocator.layer)
     )
+    // Local-path volumes made on this node: their directories go when their volumes do.
+    yield* Effect.forkScoped(LocalPathVolumes.run({ root: HostFacts.localPathRoot(options.dataDir), client }))
     // Isolated mode: Services as nftables rules and routes to other nodes' pods, kept in sync.
     const network =
       options.network === "pod"

@@ -11,6 +11,7 @@
  * A volume whose files are unchanged is left alone (no new version, no symlink swap). Files with
  * an `owner` (Secret and projected volumes: the pod's uid and fsGroup) are chowned to it when the
  * agent runs as root; unprivileged, they stay the agent's user's (the only user pods run as then).
+ * emptyDir and local-path volumes of a pod with an `fsGroup` are given to that group (`applyGroup`).
  */
 import { AgentError, VolumeWriter, type VolumePlan } from "@koder/fleet-core"
 import { Effect, Layer } from "effect"
@@ -89,12 +90,36 @@ export const writeAtomic = async (dir: string, files: ReadonlyArray<VolumePlan.F
   return true
 }
 
-const checkHostPath = async (path: string, type: string): Promise<string | undefined> => {
+/**
+ * Give a volume to the pod's fsGroup, as the kubelet's `SetVolumeOwnership`: every file's group
+ * becomes `gid` with group read-write (0660 added), directories also group-searchable and setgid
+ * (new files inherit the group). Skipped when the top directory already has that group and the
+ * setgid bit (the kubelet's OnRootMismatch), so a large volume is walked once, not at every start.
+ * Root only; symbolic links are left alone.
+ */
+export const applyGroup = async (path: string, gid: number): Promise<void> => {
+  if (process.getuid?.() !== 0) return
+  const top = await stat(path)
+  if (top.gid === gid && (top.mode & 0o2000) !== 0) return
+  const walk = async (p: string) => {
+    const st = await lstat(p)
+    if (st.isSymbolicLink()) return
+    await chown(p, st.uid, gid)
+    await chmod(p, (st.mode & 0o7777) | 0o660 | (st.isDirectory() ? 0o2110 : 0))
+    if (st.isDirectory()) for (const e of await readdir(p)) await walk(join(p, e))
+  }
+  await walk(path)
+}
+
+const checkHostPath = async (path: string, type: string, createMode?: number): Promise<string | undefined> => {
   const st = await stat(path).catch(() => undefined)
   switch (type) {
     case "DirectoryOrCreate":
-      if (st === undefined) await mkdir(path, { recursive: true, mode: 0o755 })
-      else if (!st.isDirectory()) return `${path} is not a directory`
+      if (st === undefined) {
+        await mkdir(path, { recursive: true, mode: 0o755 })
+        // The mode as asked, not as the umask left it.
+        if (createMode !== undefined) await chmod(path, createMode)
+      } else if (!st.isDirectory()) return `${path} is not a directory`
       return undefined
     case "FileOrCreate":
       if (st === undefined) {
@@ -128,10 +153,12 @@ export const make = (): VolumeWriter.VolumeWriterService => ({
               await mkdir(source.path, { recursive: true })
               await chmod(source.path, 0o777)
             }
+            if (source.group !== undefined) await applyGroup(source.path, source.group)
             return
           case "HostPath": {
-            const problem = await checkHostPath(source.path, source.type)
+            const problem = await checkHostPath(source.path, source.type, source.createMode)
             if (problem !== undefined) throw new Error(problem)
+            if (source.group !== undefined) await applyGroup(source.path, source.group)
             return
           }
           case "Files":

@@ -5,7 +5,7 @@
  * values (hostname, os and arch in Go's names), the internal IP and the system facts of
  * `status.nodeInfo`.
  */
-import { type NodeStatus, Quantity } from "@koder/fleet-core"
+import { type NodeStatus, Quantity, Storage } from "@koder/fleet-core"
 import { Either } from "effect"
 import { readFileSync, statfsSync } from "node:fs"
 import { arch, availableParallelism, hostname, networkInterfaces, platform, release, totalmem } from "node:os"
@@ -112,6 +112,9 @@ export const capacity = (dataDir: string, maxPods = defaultMaxPods): Record<stri
   }
 }
 
+/** Where the agent keeps local-path volumes: `<dataDir>/storage`, as k3s's `<data-dir>/storage`. */
+export const localPathRoot = (dataDir: string): string => `${dataDir.replace(/\/+$/, "")}/storage`
+
 /** Everything the agent registers its node with. */
 export const detect = (options: Options): NodeStatus.Facts => {
   const cap = capacity(options.dataDir, options.maxPods)
@@ -124,6 +127,8 @@ export const detect = (options: Options): NodeStatus.Facts => {
     ...(options.region === undefined ? {} : { region: options.region }),
     ...(options.labels === undefined ? {} : { labels: options.labels }),
     ...(options.taints === undefined ? {} : { taints: options.taints }),
+    // The agent makes local-path volumes' directories under its data dir (LocalPathVolumes.ts).
+    annotations: { [Storage.LocalPathRootAnnotation]: localPathRoot(options.dataDir) },
     capacity: cap,
     allocatable: allocatable(cap, options.reserved ?? {}),
     internalIP: options.internalIP ?? defaultInternalIP(),

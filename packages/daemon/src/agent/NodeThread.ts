@@ -30,6 +30,10 @@ export interface WorkerData {
   readonly shim: ShimFlag.Shim
   /** The box's cgroups (`koder-fleet box --cgroups`; default auto). */
   readonly cgroups?: "auto" | "none"
+  /** The box's driver (`koder-fleet box --driver`; default process). */
+  readonly driver?: "process" | "runc"
+  /** The runc driver's registries.yaml. */
+  readonly registries?: string
   /** Pods with limits the box cannot enforce run anyway (`--allow-unenforced-limits`). */
   readonly allowUnenforcedLimits?: boolean
   readonly agentDir: string

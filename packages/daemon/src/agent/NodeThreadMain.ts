@@ -49,7 +49,7 @@ const stopAsked = Effect.async<void>((resume) => {
 const node = Effect.gen(function* () {
   // The box's requests run on this thread's fiber scheduler too.
   const fibers = yield* EventLoopScheduler.defaultRuntime
-  const boxConfig = Box.parseFlags(["--data-dir", data.boxDir, "--socket", join(data.boxDir, "box.sock"), "--shim", data.shim, "--cgroups", data.cgroups ?? "auto", "--hide", dirname(data.boxDir), "--hide", data.agentDir, "--hide", MemoryDir.pathFor(data.agentDir)])
+  const boxConfig = Box.parseFlags(["--data-dir", data.boxDir, "--socket", join(data.boxDir, "box.sock"), "--shim", data.shim, "--cgroups", data.cgroups ?? "auto", "--driver", data.driver ?? "process", ...(data.registries === undefined ? [] : ["--registries", data.registries]), "--hide", dirname(data.boxDir), "--hide", data.agentDir, "--hide", MemoryDir.pathFor(data.agentDir)])
   if (typeof boxConfig === "string") return yield* Effect.fail({ message: boxConfig })
   const box = yield* Effect.acquireRelease(
     Effect.tryPromise({

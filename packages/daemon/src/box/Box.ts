@@ -31,6 +31,12 @@ export interface Config {
   readonly shim?: ShimFlag.Shim
   /** Directories pods must not see (process driver, NodeHiding.ts), besides the box's own and its socket's. */
   readonly hide?: ReadonlyArray<string>
+  /** The runc driver's registries.yaml (mirrors, HTTP endpoints, CAs, credentials). */
+  readonly registries?: string
+  /** Pod networks by CNI plugins (process driver, isolated): configuration and plugin directories. */
+  readonly cni?: { readonly confDir: string; readonly binDirs: ReadonlyArray<string> }
+  /** The runc driver's image GC thresholds (disk use percent). */
+  readonly imageGc?: { readonly highPercent: number; readonly lowPercent: number }
 }
 
 /** `koder-fleet box --help`. */
@@ -48,6 +54,15 @@ export const usage = `usage: koder-fleet box [flags]
                            isolated network mode: root, namespaces and iproute2)
   --shim auto|sh           auto: start containers with the native shim, built once with the machine's
                            C compiler (default; the sh chain without one); sh: always the sh chain
+  --cni-conf-dir DIR       pods with their own network get it from the CNI plugins of the first network
+                           configuration in DIR (*.conflist, else *.conf) instead of the built-in bridge
+  --cni-bin-dir DIRS       where the CNI plugins are, colon-separated (default /opt/cni/bin:/usr/lib/cni)
+  --registries FILE        how the runc driver reaches registries: k3s's registries.yaml (mirrors, http
+                           endpoints, tls.ca_file, auth); read at every pull (default
+                           FLEET_DATA_DIR/registries.yaml or ~/.koder-fleet/registries.yaml, if present)
+  --image-gc-high-threshold PERCENT  above this disk use the runc driver removes images no container
+                           holds, least recently pulled first (default 85, as the kubelet)
+  --image-gc-low-threshold PERCENT   ... until disk use is below this (default 80)
   --hide DIR               a directory pods must not see (repeatable; always hidden: the data dir, the
                            socket's directory and FLEET_DATA_DIR or ~/.koder-fleet; see docs/box.md)`
 
@@ -67,7 +82,12 @@ export const parseFlags = (args: ReadonlyArray<string>): Config | string => {
         "log-max-files": { type: "string" },
         bridge: { type: "string" },
         shim: { type: "string" },
-        hide: { type: "string", multiple: true }
+        hide: { type: "string", multiple: true },
+        registries: { type: "string" },
+        "cni-conf-dir": { type: "string" },
+        "cni-bin-dir": { type: "string" },
+        "image-gc-high-threshold": { type: "string" },
+        "image-gc-low-threshold": { type: "string" }
       },
       strict: true,
       allowPositionals: false
@@ -97,6 +117,17 @@ export const parseFlags = (args: ReadonlyArray<string>): Config | string => {
   if (typeof logMaxBytes === "string") return logMaxBytes
   const logMaxFiles = count("log-max-files", 2, 0)
   if (typeof logMaxFiles === "string") return logMaxFiles
+  const percent = (k: string, fallback: number) => {
+    const v = str(k)
+    if (v === undefined) return fallback
+    const n = Number(v)
+    return Number.isInteger(n) && n >= 0 && n <= 100 ? n : `--${k} ${JSON.stringify(v)}: expected a percentage 0..100`
+  }
+  const highPercent = percent("image-gc-high-threshold", 85)
+  if (typeof highPercent === "string") return highPercent
+  const lowPercent = percent("image-gc-low-threshold", 80)
+  if (typeof lowPercent === "string") return lowPercent
+  if (lowPercent > highPercent) return `--image-gc-low-threshold ${lowPercent} must not be above --image-gc-high-threshold ${highPercent}`
   const socketPath = resolve(str("socket") ?? join(dataDir, "box.sock"))
   return {
     socketPath,
@@ -108,6 +139,11 @@ export const parseFlags = (args: ReadonlyArray<string>): Config | string => {
     logMaxFiles,
     bridge: str("bridge") ?? "fleet0",
     shim: shim.shim,
+    registries: resolve(str("registries") ?? join(fleetDir, "registries.yaml")),
+    imageGc: { highPercent, lowPercent },
+    ...(str("cni-conf-dir") === undefined
+      ? {}
+      : { cni: { confDir: resolve(str("cni-conf-dir")!), binDirs: (str("cni-bin-dir") ?? "/opt/cni/bin:/usr/lib/cni").split(":").filter((d) => d !== "").map((d) => resolve(d)) } }),
     // The socket's directory: a pod must not even find the socket (it is root's, 0600, anyway).
     hide: [dirname(socketPath), fleetDir, ...hide]
   }
@@ -129,9 +165,9 @@ export const start = async (config: Config, fibers?: EffectRuntime.Runtime<never
   const logRotation = { maxBytes: config.logMaxBytes, maxFiles: config.logMaxFiles }
   const driver =
     config.driver === "runc"
-      ? { ...RuncDriver.open({ dataDir: config.dataDir, logRotation }), shim: undefined }
+      ? { ...RuncDriver.open({ dataDir: config.dataDir, logRotation, ...(config.registries === undefined ? {} : { registries: config.registries }), ...(config.imageGc === undefined ? {} : { imageGc: config.imageGc }) }), shim: undefined }
       : (() => {
-          const d = ProcessDriver.open({ dataDir: config.dataDir, isolation: config.isolation, cgroups: config.cgroups, logRotation, ...(config.bridge === undefined ? {} : { bridge: config.bridge }), ...(config.shim === undefined ? {} : { shim: config.shim }), ...(config.hide === undefined ? {} : { hide: config.hide }) })
+          const d = ProcessDriver.open({ dataDir: config.dataDir, isolation: config.isolation, cgroups: config.cgroups, logRotation, ...(config.bridge === undefined ? {} : { bridge: config.bridge }), ...(config.shim === undefined ? {} : { shim: config.shim }), ...(config.hide === undefined ? {} : { hide: config.hide }), ...(config.cni === undefined ? {} : { cni: config.cni }) })
           return { runtime: toRuntime(d), info: d.info, shim: d.shim, close: () => d.close() }
         })()
   const runtime = driver.runtime
@@ -177,7 +213,7 @@ export const main = async (args: ReadonlyArray<string>, fibers?: EffectRuntime.R
   const caps = box.info.capabilities
   console.log(
     `koder-fleet box: serving the kbox API on ${box.socketPath} ` +
-      `(driver process, isolation ${caps.isolation}, cgroups ${caps.cgroups}, pod network ${caps.podNetwork ? `on bridge ${config.bridge ?? "fleet0"}` : "none"}, ` +
+      `(driver process, isolation ${caps.isolation}, cgroups ${caps.cgroups}, pod network ${!caps.podNetwork ? "none" : config.cni !== undefined ? `by the CNI plugins of ${config.cni.confDir}` : `on bridge ${config.bridge ?? "fleet0"}`}, ` +
       `${box.shim === undefined ? "" : `shim ${box.shim}, `}data ${config.dataDir})`
   )
   await new Promise<void>((resolve) => {

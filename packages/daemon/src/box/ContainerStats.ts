@@ -71,7 +71,17 @@ export const processesOf = (pids: ReadonlyArray<number>): Array<Runtime.Process>
   for (const pid of pids) {
     const s = Procfs.stat(pid)
     if (s === undefined || s.state === "Z") continue
-    out.push({ pid, ppid: s.ppid, command: s.comm, args: Procfs.cmdline(pid), rssBytes: s.rssPages * Procfs.pageSize, state: s.state })
+    const io = Procfs.io(pid)
+    out.push({
+      pid,
+      ppid: s.ppid,
+      command: s.comm,
+      args: Procfs.cmdline(pid),
+      rssBytes: s.rssPages * Procfs.pageSize,
+      state: s.state,
+      ...(Number.isFinite(s.threads) && s.threads > 0 ? { threads: s.threads } : {}),
+      ...(io === undefined ? {} : io)
+    })
   }
   return out
 }

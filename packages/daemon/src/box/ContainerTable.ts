@@ -8,7 +8,7 @@
  *   exit   ─▶ refresh ─▶ finalize: hooks.reap (kill leftovers, OOM?) ─▶ drain logs ─▶ save (exited)
  *   load   ─▶ records ─▶ lost (host rebooted, key gone) | hooks.adopt ─▶ attach or finalize
  */
-import { Runtime } from "@koder/fleet-core"
+import { Runtime, StreamSession } from "@koder/fleet-core"
 import { Effect, Stream } from "effect"
 import { randomBytes } from "node:crypto"
 import { existsSync, readdirSync, statSync, watch, type FSWatcher } from "node:fs"
@@ -21,6 +21,9 @@ import * as Procfs from "./Procfs.js"
 import { readText, type RecordWriter } from "./RecordFiles.js"
 import { signalOf, signalOfExit } from "./Signals.js"
 
+// Output queued for one attached client before it is cut off.
+const maxAttachBacklog = 8 * 1024 * 1024
+
 /** What every driver records of a container. */
 export interface ContainerRecord {
   readonly id: string
@@ -28,6 +31,8 @@ export interface ContainerRecord {
   readonly createdAt: string
   readonly bootId: string
   status: Runtime.ContainerStatus
+  /** The pinned image it runs (`Runtime.Container.imageRef`). */
+  imageRef?: string
   /** The supervisor outside the container that records its exit status in `exit`. */
   shim?: Procfs.ProcessId
 }
@@ -415,7 +420,7 @@ export class ContainerTable<R extends ContainerRecord> {
   /** A container as the port shows it. */
   view(rec: R): Runtime.Container {
     this.hooks.observe(rec)
-    return { id: rec.id, spec: rec.spec, status: rec.status, createdAt: rec.createdAt }
+    return { id: rec.id, spec: rec.spec, status: rec.status, createdAt: rec.createdAt, ...(rec.imageRef === undefined ? {} : { imageRef: rec.imageRef }) }
   }
 
   async list(filter?: Runtime.ContainerFilter): Promise<Array<Runtime.Container>> {
@@ -509,6 +514,40 @@ export class ContainerTable<R extends ContainerRecord> {
         )
       })
     )
+  }
+
+  /**
+   * `attach` to a running container: its output from now on, on stdout (1) and stderr (2), then
+   * how it ended (3). The output comes from the log writer, which never waits for a reader: an
+   * attached client that falls this far behind is cut off rather than holding the box's memory.
+   * Containers are created without a standard input of their own, so stdin frames go nowhere.
+   */
+  attachStream(id: string, _request: StreamSession.AttachRequest): StreamSession.StreamSession {
+    const c = this.live(id)
+    if (c.rec.status.state !== "running" || c.writer === undefined) throw invalid(`container ${id} is not running`)
+    const out = StreamSession.queue()
+    const encoder = new TextEncoder()
+    let unlisten = (): void => undefined
+    const finish = (status: Record<string, unknown>) => {
+      if (out.ended()) return
+      unlisten()
+      out.push(StreamSession.statusFrame(status))
+      out.end()
+    }
+    unlisten = c.writer.listen((l) => {
+      if (out.ended()) return
+      out.push({ channel: l.stream === "stdout" ? StreamSession.Channel.stdout : StreamSession.Channel.stderr, data: encoder.encode(l.line) })
+      if (out.pending() > maxAttachBacklog) finish(StreamSession.failureStatus("attach: the client fell too far behind the container's output"))
+    })
+    void c.exited.then(() => finish(StreamSession.exitStatus(c.rec.status.state === "exited" ? (c.rec.status.exitCode ?? 0) : 0)))
+    return {
+      send: () => undefined,
+      frames: out.frames,
+      close: () => {
+        unlisten()
+        out.end()
+      }
+    }
   }
 
   stats(id: string): Runtime.Stats {

@@ -2,7 +2,8 @@
  * The process driver's images: rootfs tarballs stored by digest under `<data dir>/images/blobs`,
  * named in `images/index.json` (the runc driver's ImageStore extracts them when it runs one).
  */
-import type { Runtime } from "@koder/fleet-core"
+import { Runtime } from "@koder/fleet-core"
+import { Effect } from "effect"
 import { createHash } from "node:crypto"
 import { copyFileSync, createReadStream, existsSync, mkdirSync, readFileSync, renameSync, statSync } from "node:fs"
 import { join } from "node:path"
@@ -56,5 +57,6 @@ export const importBlob = async (dataDir: string, request: Runtime.ImportRequest
 /** The blobs of a data dir as the Runtime port's `Images`. */
 export const images = (dataDir: string): Runtime.Images => ({
   import: (request) => call(() => importBlob(dataDir, request)),
-  list: call(() => list(dataDir))
+  list: call(() => list(dataDir)),
+  pull: () => Effect.fail(new Runtime.Unsupported({ message: "the process driver runs commands on the host, not images: nothing is pulled" }))
 })

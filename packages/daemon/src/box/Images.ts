@@ -17,10 +17,11 @@ import { Runtime } from "@koder/fleet-core"
 import { Effect } from "effect"
 import { spawn } from "node:child_process"
 import { createHash, randomBytes } from "node:crypto"
-import { createReadStream, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { createReadStream, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, statfsSync, writeFileSync } from "node:fs"
 import { homedir } from "node:os"
 import { join, resolve as resolvePath } from "node:path"
 import { parseArgs } from "node:util"
+import type { ImagePuller } from "./ImagePuller.js"
 
 /** An image resolved for a container: its record and the extracted root filesystem. */
 export interface Resolved {
@@ -41,7 +42,8 @@ export interface Reference {
   readonly digest?: string
 }
 
-const nameRe = /^[a-z0-9][a-z0-9._\-/]*$/
+// A repository, optionally behind a registry host with a port (`127.0.0.1:5000/busybox`).
+const nameRe = /^(?:[a-zA-Z0-9.-]+(?::\d+)?\/)?[a-z0-9][a-z0-9._\-/]*$/
 const tagRe = /^[\w][\w.-]{0,127}$/
 const digestRe = /^sha256:[0-9a-f]{64}$/
 
@@ -128,6 +130,86 @@ export class ImageStore {
     return join(this.dataDir, "images", "sha256", digest.slice("sha256:".length), "rootfs")
   }
 
+  /** Where blob `digest` (a layer, config or manifest of a pulled image) is cached, shared by every image. */
+  blobPath(digest: string): string {
+    return join(this.dataDir, "images", "blobs", "sha256", digest.slice("sha256:".length))
+  }
+
+  /** The image `ref` names, if held (by tag, or by a repository digest or image digest when pinned). */
+  find(ref: string): Runtime.Image | undefined {
+    const parsed = parseReference(ref)
+    if (typeof parsed === "string") return undefined
+    const index = this.list()
+    if (parsed.digest !== undefined) {
+      const repoDigest = parsed.name === undefined ? undefined : `${parsed.name}@${parsed.digest}`
+      return index.find((i) => repoDigest !== undefined && (i.repoDigests ?? []).includes(repoDigest)) ?? index.find((i) => i.digest === parsed.digest && parsed.name === undefined)
+    }
+    return index.find((i) => parsed.tagged !== undefined && i.names.includes(parsed.tagged))
+  }
+
+  /**
+   * Record a pulled image (its rootfs already in place): its names move to it from any other
+   * image, its repository digests are added to what it had.
+   */
+  record(image: Runtime.Image): Runtime.Image {
+    const index = this.list().map((i) => ({ ...i, names: i.names.filter((n) => !image.names.includes(n)) }))
+    const existing = index.find((i) => i.digest === image.digest)
+    const merged: Runtime.Image = existing
+      ? { ...existing, ...image, names: [...new Set([...existing.names, ...image.names])], repoDigests: [...new Set([...(existing.repoDigests ?? []), ...(image.repoDigests ?? [])])], importedAt: existing.importedAt }
+      : image
+    writeJson(this.indexFile, [...index.filter((i) => i.digest !== image.digest), merged])
+    return merged
+  }
+
+  /** Remember which blobs a pulled image is made of (for the garbage collector). */
+  recordBlobs(digest: string, blobs: ReadonlyArray<string>): void {
+    const dir = join(this.rootfsOf(digest), "..")
+    mkdirSync(dir, { recursive: true, mode: 0o700 })
+    writeJson(join(dir, "blobs.json"), blobs)
+  }
+
+  private blobsOf(digest: string): ReadonlyArray<string> {
+    try {
+      return JSON.parse(readFileSync(join(this.rootfsOf(digest), "..", "blobs.json"), "utf8")) as Array<string>
+    } catch {
+      return []
+    }
+  }
+
+  /**
+   * The kubelet's image garbage collection: when the disk holding the images is fuller than
+   * `highPercent`, remove images no container uses, least recently pulled first, until it is
+   * below `lowPercent`; then the cached blobs no remaining image is made of. Answers what went.
+   */
+  gc(options: { readonly inUse: ReadonlySet<string>; readonly highPercent: number; readonly lowPercent: number }): { readonly images: ReadonlyArray<string>; readonly blobs: number } {
+    const usedPercent = () => {
+      const st = statfsSync(join(this.dataDir, "images"))
+      return st.blocks === 0 ? 0 : (100 * (st.blocks - st.bavail)) / st.blocks
+    }
+    if (usedPercent() <= options.highPercent) return { images: [], blobs: 0 }
+    const removed: Array<string> = []
+    const candidates = this.list()
+      .filter((i) => !options.inUse.has(i.digest))
+      .sort((a, b) => a.importedAt.localeCompare(b.importedAt))
+    for (const image of candidates) {
+      if (usedPercent() < options.lowPercent) break
+      // Out of the index first: a container created from now on cannot find a half-removed image.
+      writeJson(this.indexFile, this.list().filter((i) => i.digest !== image.digest))
+      rmSync(join(this.rootfsOf(image.digest), ".."), { recursive: true, force: true })
+      rmSync(join(this.dataDir, "images", "blobs", `sha256-${image.digest.slice("sha256:".length)}.tar`), { force: true })
+      removed.push(image.digest)
+    }
+    const kept = new Set(this.list().flatMap((i) => this.blobsOf(i.digest)))
+    let blobs = 0
+    const dir = join(this.dataDir, "images", "blobs", "sha256")
+    for (const hex of existsSync(dir) ? readdirSync(dir) : []) {
+      if (kept.has(`sha256:${hex}`)) continue
+      rmSync(join(dir, hex), { force: true })
+      blobs++
+    }
+    return { images: removed, blobs }
+  }
+
   /** Every imported image. */
   list(): Array<Runtime.Image> {
     try {
@@ -195,10 +277,15 @@ export class ImageStore {
     if (typeof parsed === "string") throw invalid(`image: ${parsed}`)
     const notFound = (why: string) => new Runtime.NotFound({ kind: "image", id: ref, message: `image ${ref}: ${why}` })
     const index = this.list()
+    // A pulled image pinned by its repository digest (of its manifest or index) is that image.
+    if (parsed.name !== undefined && parsed.digest !== undefined) {
+      const pinned = index.find((i) => (i.repoDigests ?? []).includes(`${parsed.name}@${parsed.digest}`))
+      if (pinned !== undefined) return this.ready(pinned)
+    }
     let image: Runtime.Image | undefined
     if (parsed.tagged !== undefined) {
       image = index.find((i) => i.names.includes(parsed.tagged!))
-      if (image === undefined) throw notFound("not imported (koder-fleet box image import FILE --name NAME:TAG)")
+      if (image === undefined) throw notFound("not pulled or imported (koder-fleet box image import FILE --name NAME:TAG)")
       if (parsed.digest !== undefined && image.digest !== parsed.digest)
         throw notFound(`${parsed.tagged} is ${image.digest}, not the pinned digest`)
     } else {
@@ -207,6 +294,12 @@ export class ImageStore {
       if (parsed.name !== undefined && !image.names.some((n) => n.startsWith(`${parsed.name}:`)))
         throw notFound(`the image with this digest is not named ${parsed.name} (it is ${image.names.join(", ") || "unnamed"})`)
     }
+    return this.ready(image)
+  }
+
+  /** An image of the index with its rootfs on disk (extracted now from an imported blob if need be). */
+  private async ready(image: Runtime.Image): Promise<Resolved> {
+    const notFound = (why: string) => new Runtime.NotFound({ kind: "image", id: image.digest, message: `image ${image.names[0] ?? image.digest}: ${why}` })
     const rootfs = this.rootfsOf(image.digest)
     if (!existsSync(rootfs)) {
       // Imported by the process driver, which keeps the tarball: extract it now.
@@ -221,14 +314,24 @@ export class ImageStore {
 const isRuntimeError = (e: unknown): e is Runtime.Invalid | Runtime.Unavailable =>
   e instanceof Runtime.Invalid || e instanceof Runtime.Unavailable
 
-/** The store as the Runtime port's `Images`. */
-export const toImages = (store: ImageStore): Runtime.Images => ({
+/** The store as the Runtime port's `Images`; with a puller, images are pulled from registries. */
+export const toImages = (store: ImageStore, puller?: ImagePuller): Runtime.Images => ({
   import: (request) =>
     Effect.tryPromise({
       try: () => store.importImage({ file: request.path, name: request.name }),
       catch: (e) => (isRuntimeError(e) ? e : new Runtime.Unavailable({ message: e instanceof Error ? e.message : String(e) }))
     }),
-  list: Effect.sync(() => store.list())
+  list: Effect.sync(() => store.list()),
+  pull: (request) =>
+    puller === undefined
+      ? Effect.fail(new Runtime.Unsupported({ message: "this driver runs commands, not images: nothing is pulled" }))
+      : Effect.tryPromise({
+          try: () => puller.pull(request),
+          catch: (e) =>
+            e instanceof Runtime.Invalid || e instanceof Runtime.Unavailable || e instanceof Runtime.NotFound
+              ? e
+              : new Runtime.Unavailable({ message: e instanceof Error ? e.message : String(e) })
+        })
 })
 
 /** `koder-fleet box image --help`. */

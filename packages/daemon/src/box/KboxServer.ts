@@ -5,15 +5,19 @@
  *
  *   request ─▶ route ─▶ decode body (Runtime Schemas) ─▶ RuntimeService call ─▶ JSON | NDJSON stream
  *                                        failure ─▶ KboxWire.encodeError ─▶ {"error": {...}} + status
+ *   upgrade ─▶ /v1/containers/{id}/exec|attach ─▶ StreamSession ─▶ one WebSocket message per frame
  */
 import { Runtime } from "@koder/fleet-core"
-import { KboxWire } from "@koder/fleet-kbox-client"
+import { KboxStreams, KboxWire } from "@koder/fleet-kbox-client"
 import { Cause, Effect, Exit, Fiber, Option, ParseResult, Runtime as EffectRuntime, Schema, Stream } from "effect"
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, unlinkSync } from "node:fs"
 import { isMainThread } from "node:worker_threads"
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http"
 import { connect } from "node:net"
 import { dirname, join } from "node:path"
+import type { Duplex } from "node:stream"
+import { WebSocketServer } from "ws"
+import * as WebSocketUpgrade from "../internal/WebSocketUpgrade.js"
 
 /** Largest request body accepted (specs and exec requests are small). */
 const maxBody = 4 * 1024 * 1024
@@ -162,6 +166,8 @@ const route = (
     case "images":
       if (id === "import" && method === "POST")
         return Effect.flatMap(decodeBody(Runtime.ImportRequest, req), (r) => Effect.map(rt.images.import(r), (i) => json(i)))
+      if (id === "pull" && method === "POST")
+        return Effect.flatMap(decodeBody(Runtime.PullRequest, req), (r) => Effect.map(rt.images.pull(r), (p) => json(p)))
       if (id === undefined && method === "GET") return Effect.map(rt.images.list, listOf)
       break
   }
@@ -231,6 +237,29 @@ export const serve = async (rt: Runtime.RuntimeService, socketPath: string, fibe
       res.on("close", () => EffectRuntime.runFork(fibers)(Fiber.interrupt(fiber)))
     })
   })
+  const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: 16 * 1024 * 1024 })
+  const sessions = new Set<{ close: () => void }>()
+  server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on("error", () => socket.destroy())
+    const url = new URL(req.url ?? "/", "http://localhost")
+    const m = streamRoute.exec(url.pathname)
+    if (m === null) return refuseWith(socket, notFoundPath(url))
+    const id = decodeURIComponent(m[1]!)
+    const opened =
+      m[2] === "exec"
+        ? rt.containers.execStream(id, KboxStreams.decodeExecQuery(url.searchParams))
+        : rt.containers.attach(id, KboxStreams.decodeAttachQuery(url.searchParams))
+    void EffectRuntime.runPromiseExit(fibers)(opened).then((exit) => {
+      if (Exit.isFailure(exit)) {
+        const failure = Cause.failureOption(exit.cause)
+        return refuseWith(socket, Option.isSome(failure) ? failure.value : new Runtime.Unavailable({ message: "the stream could not be opened" }))
+      }
+      const session = exit.value
+      if (socket.destroyed) return session.close()
+      sessions.add(session)
+      wss.handleUpgrade(req, socket, head, (ws) => void KboxStreams.serveSession(ws, session).finally(() => sessions.delete(session)))
+    })
+  })
   // Followed logs stay open for as long as the container runs.
   server.requestTimeout = 0
   server.headersTimeout = 60_000
@@ -260,6 +289,7 @@ export const serve = async (rt: Runtime.RuntimeService, socketPath: string, fibe
     server,
     close: async () => {
       await Promise.all([...streams].map((f) => EffectRuntime.runPromise(fibers)(Fiber.interrupt(f))))
+      for (const session of sessions) session.close()
       await new Promise<void>((resolve) => {
         server.close(() => resolve())
         server.closeAllConnections()
@@ -271,6 +301,14 @@ export const serve = async (rt: Runtime.RuntimeService, socketPath: string, fibe
       }
     }
   }
+}
+
+const streamRoute = /^\/v1\/containers\/([^/]+)\/(exec|attach)$/
+
+/** Answer a stream's upgrade request with the kbox error instead. */
+const refuseWith = (socket: Duplex, error: Runtime.RuntimeError) => {
+  const { status, body } = KboxWire.encodeError(error)
+  WebSocketUpgrade.refuse(socket, status, body)
 }
 
 /** A socket file nobody answers on is a leftover of a crash; a live one is another server. */

@@ -28,8 +28,11 @@ import { checkArgv, checkStopSignal, newId, now, readySandbox, sleep, type Conta
 import { type Driver, type SandboxRecord as BaseSandbox, invalid, notFound, toRuntime as driverRuntime } from "./Driver.js"
 import * as EnvSeal from "./EnvSeal.js"
 import * as ExecOutput from "./ExecOutput.js"
+import * as ExecSession from "./ExecSession.js"
 import { FifoPool } from "./FifoPool.js"
 import * as ImageBlobs from "./ImageBlobs.js"
+import * as Cni from "./Cni.js"
+import * as SandboxNetwork from "./SandboxNetwork.js"
 import { IpamStore } from "./Ipam.js"
 import { Launcher } from "./Launcher.js"
 import * as NativeShim from "./NativeShim.js"
@@ -71,6 +74,11 @@ export interface Options {
    * mount namespace when the box isolates pods.
    */
   readonly hide?: ReadonlyArray<string>
+  /**
+   * Pod networks by CNI plugins instead of the built-in bridge (Cni.ts): the network
+   * configuration directory and the plugins' directories.
+   */
+  readonly cni?: { readonly confDir: string; readonly binDirs: ReadonlyArray<string> }
 }
 
 /** What the driver reports as its version. */
@@ -87,7 +95,7 @@ interface SandboxRecord extends BaseSandbox {
   /** Container paths already bind-mounted in the pod's mount namespace. */
   mounts: Array<string>
   /** `network: pod`: its address, from the node's pod CIDR (the holder holds its network namespace). */
-  network?: { readonly ip: string; readonly cidr: string }
+  network?: SandboxNetwork.Attached
   /** The uid its containers run as when they name none (Confinement.uidRange; root boxes only). */
   uid?: number
   /** The directories covered in its mount namespace (NodeHiding.ts), once they are. */
@@ -153,6 +161,8 @@ export class ProcessDriver implements Driver {
   /** Pod networks (isolated, with iproute2): the bridge and veths, and the persisted IPAM. */
   private readonly podNet: PodNetwork | undefined
   private ipam: IpamStore | undefined
+  /** How pod networks are linked: the bridge and IPAM, or CNI plugins (`options.cni`). */
+  private readonly net: SandboxNetwork.SandboxNetwork | undefined
 
   private constructor(private readonly options: Options) {
     const root = process.getuid?.() === 0
@@ -181,6 +191,9 @@ export class ProcessDriver implements Driver {
       EnvSeal.make(randomBytes(32))
     )
     this.podNet = this.isolated && PodNetworks.available() ? new PodNetwork(options.bridge) : undefined
+    // A CNI configuration that cannot be read stops the box at start, not at a pod's creation.
+    const cni = options.cni === undefined || this.podNet === undefined ? undefined : new Cni.CniRunner(options.cni.binDirs, Cni.loadDir(options.cni.confDir))
+    this.net = this.podNet === undefined ? undefined : new SandboxNetwork.SandboxNetwork(options.dataDir, this.tools.nsenter ?? "nsenter", this.podNet, () => this.ipam, cni)
     this.info = {
       name: "koder-fleet-box",
       version,
@@ -219,9 +232,23 @@ export class ProcessDriver implements Driver {
     // The key in memory (/dev/shm) when there is a run directory: the disk alone never opens a record.
     d.table.load(EnvSeal.load(d.runDir ?? options.dataDir))
     // Addresses of sandboxes this box no longer has (it died between the two) are free again.
-    if (d.podNet !== undefined) d.ipam = IpamStore.open(options.dataDir, new Set(d.sandboxes.keys()))
+    if (d.net?.ownsAddresses === true) d.ipam = IpamStore.open(options.dataDir, new Set(d.sandboxes.keys()))
     d.table.startPolling(options.pollIntervalMs ?? 1000)
+    d.checkNetworks()
     return d
+  }
+
+  /**
+   * After a restart, CNI's CHECK of every re-adopted pod network: a network the plugins say is
+   * broken (a flushed rule, a deleted bridge) is reported on the box's stderr.
+   */
+  private checkNetworks(): void {
+    for (const rec of this.sandboxes.values()) {
+      if (rec.network?.cni === undefined) continue
+      void this.net?.check(this.netView(rec), rec.network).then((problem) => {
+        if (problem !== undefined) console.error(`koder-fleet box: sandbox ${rec.id} (${rec.spec.namespace}/${rec.spec.name}): CNI CHECK failed: ${problem}`)
+      })
+    }
   }
 
   private get dataDir() {
@@ -356,7 +383,7 @@ export class ProcessDriver implements Driver {
       }
       if (this.allocatesUids) rec.uid = this.allocateUid()
       if (this.isolated) rec.holder = await this.holders.start(rec.id, (spec.hostname ?? spec.name).slice(0, 63), podNetwork, steps)
-      if (podNetwork) await this.connect(rec, spec.podCidr!)
+      if (podNetwork) rec.network = await this.net!.connect(this.netView(rec), spec.podCidr!)
       // After connect: the pod's resolv.conf is bound from the box's data dir.
       if (rec.holder !== undefined) this.hideNode(rec)
       if (podNetwork) PodNamespaces.openLowPorts(this.tools, rec.holder!.pid)
@@ -366,36 +393,17 @@ export class ProcessDriver implements Driver {
       if (rec.holder) kill({ pid: rec.holder.pid, startTime: rec.holder.startTime }, "SIGKILL")
       this.cg.remove(rec.id)
       this.podCgroups.delete(rec.id)
-      if (podNetwork) {
-        this.ipam?.release(rec.id)
-        void this.podNet?.detach(rec.id)
-      }
+      // The CNI plugins undo a failed ADD themselves; an ADD that worked before a later step failed is deleted.
+      if (podNetwork) void this.net?.disconnect(this.netView(rec), rec.network)
       if (e instanceof Runtime.Invalid) throw e
       throw e instanceof Runtime.Unavailable ? e : new Runtime.Unavailable({ message: `sandbox: ${String(e)}` })
     }
     return this.sandboxOf(rec)
   }
 
-  /**
-   * Link a new sandbox's network namespace to the node: an address from the IPAM (recorded on
-   * disk before it is used), the veth on the bridge, and the pod's resolv.conf bind-mounted in
-   * its mount namespace.
-   */
-  private async connect(rec: SandboxRecord, cidr: string): Promise<void> {
-    const holder = rec.holder!
-    let ip: string
-    try {
-      ip = this.ipam!.allocate(cidr, rec.id)
-    } catch (e) {
-      throw invalid(`podCidr: ${e instanceof Error ? e.message : String(e)}`)
-    }
-    rec.network = { ip, cidr }
-    await this.podNet!.attach(rec.id, holder.pid, ip, cidr)
-    if (rec.spec.dns !== undefined) {
-      const file = join(this.dataDir, "sandboxes", `${rec.id}.resolv.conf`)
-      writeFileSync(file, PodNetworks.resolvConf(rec.spec.dns), { mode: 0o644 })
-      await Nftables.run([this.tools.nsenter!, "-t", String(holder.pid), "-m", "--", "mount", "--bind", file, "/etc/resolv.conf"])
-    }
+  /** The sandbox as its network sees it (the holder's pid only while it lives). */
+  private netView(rec: SandboxRecord): SandboxNetwork.Sandbox {
+    return { id: rec.id, spec: rec.spec, holderPid: rec.holder !== undefined && Procfs.isAlive(rec.holder.pid, rec.holder.startTime) ? rec.holder.pid : undefined }
   }
 
   /**
@@ -455,12 +463,7 @@ export class ProcessDriver implements Driver {
       this.cg.remove(id)
       this.podCgroups.delete(id)
     }
-    if (rec.network !== undefined) {
-      // The namespace ended with its holder, taking the veth along; the host end goes in any case.
-      await this.podNet?.detach(id)
-      this.ipam?.release(id)
-      rmSync(join(this.dataDir, "sandboxes", `${id}.resolv.conf`), { force: true })
-    }
+    if (rec.network !== undefined) await this.net?.disconnect(this.netView(rec), rec.network)
     // A write still in flight would bring the record back after its removal.
     await this.records.remove(join(this.dataDir, "sandboxes", `${id}.json`))
     this.sandboxes.delete(id)
@@ -692,15 +695,33 @@ export class ProcessDriver implements Driver {
     if (main === undefined || !kill(main, name as NodeJS.Signals)) throw invalid(`container ${id} is not running`)
   }
 
-  async execContainer(id: string, request: Runtime.ExecRequest): Promise<Runtime.ExecResult> {
+  /** The context an exec in a running container starts from: its pod's, its environment. */
+  private execContext(id: string, command: ReadonlyArray<string>, env: Readonly<Record<string, string>> | undefined) {
     const c = this.table.live(id)
     const rec = c.rec
     if (rec.status.state !== "running" || c.starting) throw invalid(`container ${id} is not running`)
-    if (request.command.length === 0) throw invalid("command: required")
+    if (command.length === 0) throw invalid("command: required")
     const sb = this.sandboxes.get(rec.spec.sandboxId)
-    const env: Record<string, string> = { PATH: defaultPath, ...rec.spec.env, ...request.env }
-    if (rec.cgroup) env.FLEET_SHIM_CGROUPS = this.cg.procsFiles(`${rec.spec.sandboxId}/${rec.id}`).join(" ")
-    const ctx = this.contextOf(sb, rec.spec)
+    const fullEnv: Record<string, string> = { PATH: defaultPath, ...rec.spec.env, ...env }
+    if (rec.cgroup) fullEnv.FLEET_SHIM_CGROUPS = this.cg.procsFiles(`${rec.spec.sandboxId}/${rec.id}`).join(" ")
+    return { rec, env: fullEnv, ctx: this.contextOf(sb, rec.spec) }
+  }
+
+  /** Kill an exec: the command's tree, then the command itself (nsenter when isolated; see killTree). */
+  private killExec(pid: number | undefined, ctx: Shim.Context): void {
+    const root = processId(pid)
+    if (root && ctx.holderPid !== undefined)
+      void Procfs.killUntilGone(() => Procfs.tree(root.pid).filter((s) => s.pid !== root.pid)).then(async () => {
+        for (let i = 0; i < 100 && Procfs.isAlive(root.pid, root.startTime); i++) await sleep(5)
+        kill(root, "SIGKILL")
+        // What nsenter forked after the first pass (a kill right after the start) is still in its group.
+        await Procfs.killUntilGone(() => Procfs.tree(root.pid))
+      })
+    else if (root) void Procfs.killUntilGone(() => Procfs.tree(root.pid))
+  }
+
+  async execContainer(id: string, request: Runtime.ExecRequest): Promise<Runtime.ExecResult> {
+    const { rec, env, ctx } = this.execContext(id, request.command, request.env)
     const child = spawn(this.tools.sh, Shim.execArgv(this.tools, ctx, request.workingDir ?? rec.spec.workingDir ?? "", request.command), {
       detached: true,
       env,
@@ -710,25 +731,18 @@ export class ProcessDriver implements Driver {
     await ExecOutput.spawned(child).catch((e) => {
       throw new Runtime.Unavailable({ message: `exec: ${String(e)}` })
     })
-    const root = processId(child.pid)
-    const out = await ExecOutput.collect(child, request, () => {
-      // The command's tree, then the command itself (nsenter when isolated; see killTree).
-      if (root && ctx.holderPid !== undefined)
-        void Procfs.killUntilGone(() => Procfs.tree(root.pid).filter((s) => s.pid !== root.pid)).then(async () => {
-          for (let i = 0; i < 100 && Procfs.isAlive(root.pid, root.startTime); i++) await sleep(5)
-          kill(root, "SIGKILL")
-        })
-      else if (root) void Procfs.killUntilGone(() => Procfs.tree(root.pid))
-    })
+    const out = await ExecOutput.collect(child, request, () => this.killExec(child.pid, ctx))
     return { exitCode: exitCodeOf(out.code, out.signal), stdout: out.stdout, stderr: out.stderr, timedOut: out.timedOut }
   }
 
-  execSession(_id: string, _request: StreamSession.ExecStreamRequest): Promise<StreamSession.StreamSession> {
-    return Promise.reject(new Runtime.Unsupported({ message: "streaming exec is being built" }))
+  async execSession(id: string, request: StreamSession.ExecStreamRequest): Promise<StreamSession.StreamSession> {
+    const { rec, env, ctx } = this.execContext(id, request.command, request.env)
+    const launch = { file: this.tools.sh, args: Shim.execArgv(this.tools, ctx, request.workingDir ?? rec.spec.workingDir ?? "", request.command), env, cwd: "/", detached: true }
+    return ExecSession.open(launch, request, { kill: (child) => this.killExec(child.pid, ctx) })
   }
 
-  attachSession(_id: string, _request: StreamSession.AttachRequest): Promise<StreamSession.StreamSession> {
-    return Promise.reject(new Runtime.Unsupported({ message: "attach is being built" }))
+  attachSession(id: string, request: StreamSession.AttachRequest): Promise<StreamSession.StreamSession> {
+    return Promise.resolve().then(() => this.table.attachStream(id, request))
   }
 
   async removeContainer(id: string): Promise<void> {

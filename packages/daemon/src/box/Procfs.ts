@@ -36,6 +36,7 @@ export interface Stat {
   readonly startTime: number
   /** Resident set in pages. */
   readonly rssPages: number
+  readonly threads: number
 }
 
 /** Parse a /proc/<pid>/stat line (the command name may hold spaces and parentheses). */
@@ -56,7 +57,21 @@ export const parseStat = (text: string): Stat | undefined => {
     utime: num(14),
     stime: num(15),
     startTime: num(22),
-    rssPages: num(24)
+    rssPages: num(24),
+    threads: num(20)
+  }
+}
+
+/** A process's storage I/O (/proc/<pid>/io, readable by root); `undefined` when it cannot be read. */
+export const io = (pid: number): { readonly readBytes: number; readonly writeBytes: number } | undefined => {
+  try {
+    const text = readFileSync(`/proc/${pid}/io`, "utf8")
+    const field = (name: string) => Number(new RegExp(`^${name}: (\\d+)$`, "m").exec(text)?.[1] ?? Number.NaN)
+    const readBytes = field("read_bytes")
+    const writeBytes = field("write_bytes")
+    return Number.isFinite(readBytes) && Number.isFinite(writeBytes) ? { readBytes, writeBytes } : undefined
+  } catch {
+    return undefined
   }
 }
 

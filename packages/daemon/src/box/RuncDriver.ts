@@ -45,7 +45,10 @@ import { checkArgv, checkStopSignal, newId, now, readySandbox, sleep, type Conta
 import { type Driver, type SandboxRecord as BaseSandbox, invalid, notFound, toRuntime as driverRuntime, unavailable } from "./Driver.js"
 import * as EnvSeal from "./EnvSeal.js"
 import * as ExecOutput from "./ExecOutput.js"
+import * as ExecSession from "./ExecSession.js"
+import { ImagePuller } from "./ImagePuller.js"
 import { ImageStore, toImages } from "./Images.js"
+import * as RegistryConfig from "./RegistryConfig.js"
 import * as Oci from "./Oci.js"
 import * as Procfs from "./Procfs.js"
 import { loadRecords, lockDataDir, readText, RecordWriter, unlockDataDir, writeAtomic, writeJson } from "./RecordFiles.js"
@@ -71,6 +74,10 @@ export interface Options {
   readonly rootfs?: "auto" | "copy"
   /** `auto` (default): a user namespace per pod where the kernel allows one (UserNamespace.probe); `off`: none. */
   readonly userns?: "auto" | "off"
+  /** Image garbage collection: above `highPercent` disk use, unused images go until below `lowPercent` (default 85/80, the kubelet's). */
+  readonly imageGc?: { readonly highPercent: number; readonly lowPercent: number; readonly intervalMs?: number }
+  /** k3s-style `registries.yaml` for pulls (mirrors, plain-HTTP endpoints, CAs, credentials), read at each pull. */
+  readonly registries?: string
 }
 
 /** What `open` returns: the Runtime service, the driver's identity, and how to let go of it. */
@@ -79,6 +86,8 @@ export interface Handle {
   readonly info: Runtime.Info
   /** Whether pods get user namespaces, and why not. */
   readonly userns: UserNamespace.Probe
+  /** Run the image garbage collector now (it also runs on its own). */
+  readonly collectImages: () => { readonly images: ReadonlyArray<string>; readonly blobs: number }
   /** Stop watching; containers keep running for the next box to adopt. */
   readonly close: () => void
 }
@@ -131,10 +140,18 @@ const processId = Procfs.processId
 const alive = Procfs.alive
 const killPid = Procfs.signal
 
+/** The repository digest of `image` that `ref`'s repository has (what `kubectl get pod` shows as imageID). */
+const repoDigestOf = (image: Runtime.Image, ref: string): string | undefined => {
+  const repo = ref.split("@")[0]!.replace(/:[^/:]*$/, "")
+  return (image.repoDigests ?? []).find((d) => d.startsWith(`${repo}@`))
+}
+
 /** The runc driver. Open it with `RuncDriver.open`; it adopts what a previous box left running. */
 export class RuncDriver implements Driver {
   readonly info: Runtime.Info
   readonly images: ImageStore
+  readonly puller: ImagePuller
+  private gcTimer: NodeJS.Timeout | undefined
   private readonly runcPath: string
   private readonly tools: { readonly sh: string; readonly unshare: string; readonly sleep: string; readonly mkfifo: string }
   private readonly cg: Cgroups.Cgroups
@@ -209,6 +226,7 @@ export class RuncDriver implements Driver {
           : UserNamespace.probe(this.tools.unshare)
     this.hostFiles = ["/etc/resolv.conf", "/etc/hosts"].filter((f) => existsSync(f))
     this.images = ImageStore.open(options.dataDir)
+    this.puller = new ImagePuller(this.images, () => RegistryConfig.load(options.registries))
     this.info = {
       name: "koder-fleet-box",
       version,
@@ -223,7 +241,8 @@ export class RuncDriver implements Driver {
         podNetwork: false,
         checkpoint: false,
         networkPolicy: false,
-        drivers: ["process", "runc"]
+        drivers: ["process", "runc"],
+        imagePull: true
       }
     }
   }
@@ -236,6 +255,14 @@ export class RuncDriver implements Driver {
     lockDataDir(options.dataDir)
     d.load()
     d.table.startPolling(options.pollIntervalMs ?? 1000)
+    d.gcTimer = setInterval(() => {
+      try {
+        d.collectImages()
+      } catch {
+        // A disk that cannot be read now is read again at the next round.
+      }
+    }, options.imageGc?.intervalMs ?? 5 * 60_000)
+    d.gcTimer.unref()
     return d
   }
 
@@ -261,7 +288,17 @@ export class RuncDriver implements Driver {
   }
 
   /** Stop watching (containers keep running: the next box adopts them). */
+  /** Run the image garbage collector once (also every `imageGc.intervalMs`, default 5 minutes). */
+  collectImages(): { readonly images: ReadonlyArray<string>; readonly blobs: number } {
+    const inUse = new Set<string>()
+    // Every container the box holds, exited ones too: its rootfs and `previous` logs need the image.
+    for (const c of this.table.values()) inUse.add(c.rec.image.digest)
+    const gc = this.options.imageGc ?? { highPercent: 85, lowPercent: 80 }
+    return this.images.gc({ inUse, highPercent: gc.highPercent, lowPercent: gc.lowPercent })
+  }
+
   close(): void {
+    if (this.gcTimer !== undefined) clearInterval(this.gcTimer)
     this.table.close()
     // A container that ended while this box closed keeps its cgroup (runc --keep) until the next
     // box has read its OOM counter: the box's level goes only when no container is left to finalize.
@@ -420,7 +457,7 @@ export class RuncDriver implements Driver {
     if (!this.sandboxes.has(spec.sandboxId)) throw notFound("sandbox", spec.sandboxId)
     if (spec.image === undefined || spec.image === "")
       throw invalid("image: required by the runc driver (import one: koder-fleet box image import FILE --name NAME:TAG)")
-    if (spec.command.length === 0) throw invalid("command: required (rootfs images carry no default command)")
+    if (spec.command.length === 0) throw invalid("command: required (the image has no entrypoint or cmd, and the container names no command)")
     checkArgv(spec)
     if (spec.workingDir !== undefined && spec.workingDir !== "" && !spec.workingDir.startsWith("/"))
       throw invalid(`workingDir: ${JSON.stringify(spec.workingDir)} must be absolute`)
@@ -440,6 +477,7 @@ export class RuncDriver implements Driver {
       createdAt: now(),
       bootId: this.bootId,
       image: { digest: image.digest, rootfs: image.rootfs },
+      imageRef: repoDigestOf(image.image, spec.image) ?? image.digest,
       status: { state: "created" }
     }
     this.table.track(rec)
@@ -567,54 +605,75 @@ export class RuncDriver implements Driver {
     if (r.code !== 0) throw invalid(`container ${id} is not running (${r.stderr.trim()})`)
   }
 
-  async execContainer(id: string, request: Runtime.ExecRequest): Promise<Runtime.ExecResult> {
+  /** The files of one `runc exec`: its process spec (holds the environment: private), log and pid. */
+  private async execFiles(id: string, command: ReadonlyArray<string>, env: Readonly<Record<string, string>> | undefined, workingDir: string | undefined, terminal = false) {
     const c = this.table.live(id)
     const rec = c.rec
     if (rec.status.state !== "running" || c.starting) throw invalid(`container ${id} is not running`)
-    if (request.command.length === 0) throw invalid("command: required")
+    if (command.length === 0) throw invalid("command: required")
     const dir = this.containerDir(id)
     const tag = randomBytes(4).toString("hex")
     const files = { process: join(dir, `exec-${tag}.json`), log: join(dir, `exec-${tag}.log`), pid: join(dir, `exec-${tag}.pid`) }
-    const spec = Oci.processSpec(
-      request.command,
-      { ...rec.spec.env, ...request.env },
-      request.workingDir ?? rec.spec.workingDir,
-      rec.spec.user,
-      this.confinementOf(rec.spec)
-    )
-    // Holds the environment (secrets): written private, removed after.
+    // With a terminal (`script` outside gives runc one as stdio), TERM says what it is, as containerd does.
+    const fullEnv = { ...(terminal ? { TERM: "xterm" } : {}), ...rec.spec.env, ...env }
+    const spec = Oci.processSpec(command, fullEnv, workingDir ?? rec.spec.workingDir, rec.spec.user, this.confinementOf(rec.spec))
     await writeFile(files.process, JSON.stringify(spec), { mode: 0o600 })
-    try {
-      const child = spawn(
-        this.runcPath,
-        ["--root", this.runcRoot, "--log", files.log, "--log-format", "json", "exec", "--process", files.process, "--pid-file", files.pid, id],
-        { stdio: ["pipe", "pipe", "pipe"], env: { PATH: Oci.defaultPath }, cwd: "/" }
-      )
-      await ExecOutput.spawned(child).catch((e) => {
-        throw unavailable(`exec: ${String(e)}`)
-      })
-      const out = await ExecOutput.collect(child, request, () => {
-        // The command and what it started (runc exec then ends with its status); runc too if it hangs.
+    const argv = ["--root", this.runcRoot, "--log", files.log, "--log-format", "json", "exec", "--process", files.process, "--pid-file", files.pid, id]
+    return {
+      files,
+      argv,
+      /** The command and what it started (runc exec then ends with its status); runc too if it hangs. */
+      kill: (child: { kill: (s: NodeJS.Signals) => boolean }) => {
         const pid = Number((readText(files.pid) ?? "").trim())
         if (pid > 0) for (const p of Procfs.tree(pid)) killPid(p, "SIGKILL")
         setTimeout(() => child.kill("SIGKILL"), 2_000).unref()
-      })
-      const runcError = existsSync(files.pid) ? undefined : lastRuncError(readText(files.log))
-      if (runcError !== undefined && !out.timedOut)
-        // The command could not be run (no such file, bad working dir): the contract's 126.
-        return { exitCode: 126, stdout: "", stderr: `${runcError}\n`, timedOut: false }
-      return { exitCode: out.timedOut ? 137 : exitCodeOf(out.code, out.signal), stdout: out.stdout, stderr: out.stderr, timedOut: out.timedOut }
-    } finally {
-      for (const f of Object.values(files)) void rm(f, { force: true }).catch(() => undefined)
+      },
+      /** The command could not be run (no such file, bad working dir): the contract's 126. */
+      runcError: () => (existsSync(files.pid) ? undefined : lastRuncError(readText(files.log))),
+      cleanup: () => {
+        for (const f of Object.values(files)) void rm(f, { force: true }).catch(() => undefined)
+      }
     }
   }
 
-  execSession(_id: string, _request: StreamSession.ExecStreamRequest): Promise<StreamSession.StreamSession> {
-    return Promise.reject(new Runtime.Unsupported({ message: "streaming exec is being built" }))
+  async execContainer(id: string, request: Runtime.ExecRequest): Promise<Runtime.ExecResult> {
+    const exec = await this.execFiles(id, request.command, request.env, request.workingDir)
+    try {
+      const child = spawn(this.runcPath, exec.argv, { stdio: ["pipe", "pipe", "pipe"], env: { PATH: Oci.defaultPath }, cwd: "/" })
+      await ExecOutput.spawned(child).catch((e) => {
+        throw unavailable(`exec: ${String(e)}`)
+      })
+      const out = await ExecOutput.collect(child, request, () => exec.kill(child))
+      const runcError = exec.runcError()
+      if (runcError !== undefined && !out.timedOut) return { exitCode: 126, stdout: "", stderr: `${runcError}\n`, timedOut: false }
+      return { exitCode: out.timedOut ? 137 : exitCodeOf(out.code, out.signal), stdout: out.stdout, stderr: out.stderr, timedOut: out.timedOut }
+    } finally {
+      exec.cleanup()
+    }
   }
 
-  attachSession(_id: string, _request: StreamSession.AttachRequest): Promise<StreamSession.StreamSession> {
-    return Promise.reject(new Runtime.Unsupported({ message: "attach is being built" }))
+  async execSession(id: string, request: StreamSession.ExecStreamRequest): Promise<StreamSession.StreamSession> {
+    const exec = await this.execFiles(id, request.command, request.env, request.workingDir, request.tty)
+    // runc gives a user-namespaced container pipes, not the caller's terminal (its stdio must be
+    // chowned into the namespace); a terminal would need runc's console socket, which passes the
+    // pty by SCM_RIGHTS, something Node cannot receive. A TTY exec is then one output stream.
+    try {
+      return await ExecSession.open({ file: this.runcPath, args: exec.argv, env: { PATH: Oci.defaultPath }, cwd: "/" }, request, {
+        kill: exec.kill,
+        failure: () => {
+          const e = exec.runcError()
+          return e === undefined ? undefined : { exitCode: 126, stderr: `${e}\n` }
+        },
+        cleanup: exec.cleanup
+      }, true)
+    } catch (e) {
+      exec.cleanup()
+      throw e
+    }
+  }
+
+  attachSession(id: string, request: StreamSession.AttachRequest): Promise<StreamSession.StreamSession> {
+    return Promise.resolve().then(() => this.table.attachStream(id, request))
   }
 
   async removeContainer(id: string): Promise<void> {
@@ -652,11 +711,11 @@ export class RuncDriver implements Driver {
 }
 
 /** The driver as core's Runtime service. */
-export const toRuntime = (d: RuncDriver): Runtime.RuntimeService => driverRuntime(d, toImages(d.images))
+export const toRuntime = (d: RuncDriver): Runtime.RuntimeService => driverRuntime(d, toImages(d.images, d.puller))
 
 /** Open the runc driver on a data dir (lock, load, re-adopt) as a Runtime service. */
 export const open = (options: Options): Handle => {
   const driver = RuncDriver.open(options)
   if (!driver.userns.enabled) console.warn(`koder-fleet box: runc pods get no user namespace: ${driver.userns.reason}`)
-  return { runtime: toRuntime(driver), info: driver.info, userns: driver.userns, close: () => driver.close() }
+  return { runtime: toRuntime(driver), info: driver.info, userns: driver.userns, collectImages: () => driver.collectImages(), close: () => driver.close() }
 }

@@ -12,6 +12,8 @@ import * as ConnectionGuard from "./ConnectionGuard.js"
 /** The listener's certificate and connection bounds. */
 export interface Options {
   readonly tls: { readonly cert: string; readonly key: string }
+  /** Verify client certificates against this CA (asked for, not required: tokens still work). */
+  readonly clientCa?: string
   /** From accept to the first request's headers, TLS handshake included. */
   readonly firstRequestTimeout: Duration.DurationInput
   /** How long a kept-alive connection may sit idle between requests. */
@@ -47,6 +49,7 @@ export const create = (options: Options): ApiListener => {
   const server: Server = createServer({
     cert: options.tls.cert,
     key: options.tls.key,
+    ...(options.clientCa === undefined ? {} : { requestCert: true, rejectUnauthorized: false, ca: options.clientCa }),
     handshakeTimeout: firstRequestMillis,
     // How often Node checks headersTimeout (default 30 s, which would triple a 10 s bound).
     connectionsCheckingInterval: Math.max(100, Math.min(1000, firstRequestMillis / 2))

@@ -3,109 +3,23 @@
  * forwarded port's `ByteConnection` carried on a WebSocket, and a pod's TCP port as a
  * `ByteConnection` (what a node dials for `kubectl port-forward`).
  *
- *   session on a socket   one binary message per frame (`StreamSession.encode`), as the API's own
+ *   session on a socket   one binary message per frame (kbox-client's KboxStreams), as the API's own
  *   connection on a socket one binary message per chunk of bytes; an empty message is the end of
  *                          the sender's stream (TCP half-close); closing the socket tears it down
  */
-import { ApiError, type Http, type NodeAccess, Status, StreamSession } from "@koder/fleet-core"
+import { ApiError, type Http, type NodeAccess, Status, type StreamSession } from "@koder/fleet-core"
 import { Effect } from "effect"
 import { connect, type Socket } from "node:net"
 import WebSocket from "ws"
+import { KboxStreams } from "@koder/fleet-kbox-client"
 
-const highWater = 1 << 20
-
-/** Bytes arriving from a callback-driven source, read as an async iterable (with pause/resume on a high water mark). */
-const inbox = <A>(pause: () => void, resume: () => void) => {
-  const items: Array<A> = []
-  let bytes = 0
-  let done = false
-  let wake: (() => void) | undefined
-  const notify = () => {
-    const w = wake
-    wake = undefined
-    w?.()
-  }
-  return {
-    push: (item: A, size: number) => {
-      if (done) return
-      items.push(item)
-      bytes += size
-      if (bytes > highWater) pause()
-      notify()
-    },
-    end: () => {
-      done = true
-      notify()
-    },
-    iterable: (sizeOf: (a: A) => number): AsyncIterable<A> => ({
-      [Symbol.asyncIterator]: () => ({
-        next: async (): Promise<IteratorResult<A>> => {
-          for (;;) {
-            const item = items.shift()
-            if (item !== undefined) {
-              bytes -= sizeOf(item)
-              if (bytes <= highWater / 2) resume()
-              return { done: false, value: item }
-            }
-            if (done) return { done: true, value: undefined }
-            await new Promise<void>((resolve) => (wake = resolve))
-          }
-        }
-      })
-    })
-  }
-}
-
-const rawOf = (ws: WebSocket) => (ws as unknown as { _socket?: Socket })._socket
-
-const bytesOf = (data: WebSocket.RawData): Buffer => (Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data))
-
-const sendPaced = (ws: WebSocket, message: Uint8Array): Promise<void> =>
-  new Promise((resolve) => {
-    if (ws.readyState !== WebSocket.OPEN) return resolve()
-    ws.send(message, { binary: true }, () => resolve())
-    if (ws.bufferedAmount <= highWater) resolve()
-  })
+const { inbox, rawOf, bytesOf, sendPaced } = KboxStreams
 
 /** A session whose frames travel on `ws` (the caller's end). */
-export const sessionOn = (ws: WebSocket): StreamSession.StreamSession => {
-  const box = inbox<StreamSession.Frame>(
-    () => rawOf(ws)?.pause(),
-    () => rawOf(ws)?.resume()
-  )
-  ws.on("message", (data) => {
-    const frame = StreamSession.decode(bytesOf(data))
-    if (frame !== undefined) box.push(frame, frame.data.length)
-  })
-  ws.on("close", () => box.end())
-  ws.on("error", () => box.end())
-  return {
-    send: (frame) => {
-      if (ws.readyState === WebSocket.OPEN) ws.send(StreamSession.encode(frame), { binary: true })
-    },
-    frames: box.iterable((f) => f.data.length),
-    close: () => {
-      if (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING) ws.close(1000)
-      box.end()
-    }
-  }
-}
+export const sessionOn: (ws: WebSocket) => StreamSession.StreamSession = KboxStreams.sessionOn
 
-/** Serve `session` to the peer on `ws` (the process's end) until either ends. */
-export const serveSession = async (ws: WebSocket, session: StreamSession.StreamSession): Promise<void> => {
-  ws.on("message", (data) => {
-    const frame = StreamSession.decode(bytesOf(data))
-    if (frame !== undefined) session.send(frame)
-  })
-  ws.on("close", () => session.close())
-  ws.on("error", () => session.close())
-  try {
-    for await (const frame of session.frames) await sendPaced(ws, StreamSession.encode(frame))
-  } finally {
-    session.close()
-    if (ws.readyState === WebSocket.OPEN) ws.close(1000)
-  }
-}
+/** Serve a session to the peer on `ws` (the process's end) until either ends. */
+export const serveSession: (ws: WebSocket, session: StreamSession.StreamSession) => Promise<void> = KboxStreams.serveSession
 
 /** A connection whose bytes travel on `ws`. */
 export const connectionOn = (ws: WebSocket): Http.ByteConnection => {

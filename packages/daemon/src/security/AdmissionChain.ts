@@ -106,6 +106,9 @@ export const make = (context: Context): Effect.Effect<Contribution, ConfigError,
       region: typeof region === "string" && region !== "" ? region : Meta.DefaultRegion,
       call: httpsCall,
       podSecurity,
+      // Pods get their ServiceAccount's token, the cluster CA and their namespace at the standard
+      // path (the agent projects them), so in-cluster clients work as on Kubernetes.
+      serviceAccount: { tokenVolume: true },
       ...(typeof context.flags["service-cluster-ip-range"] === "string" ? { serviceClusterIpRange: context.flags["service-cluster-ip-range"] } : {}),
       ...(typeof context.flags["service-node-port-range"] === "string" ? { serviceNodePortRange: context.flags["service-node-port-range"] } : {})
     })

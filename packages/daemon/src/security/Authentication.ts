@@ -121,8 +121,11 @@ export const make = (context: Context): Effect.Effect<Contribution, ConfigError,
     const caPem = context.caPem
     const hash = caPem === undefined ? undefined : yield* Effect.try(() => caHash(caPem)).pipe(Effect.orElseSucceed(() => undefined))
     const joinLine =
-      `join a node (one-time token, valid until ${joinToken.expiresAt}): koder-fleet agent --server https://${context.address} --join-token ${joinToken.token}` +
-      (hash === undefined ? "" : ` --ca-hash ${hash}`)
+      context.hub === true
+        ? `join a member (token valid until ${joinToken.expiresAt}; each join still needs your approval): koder-fleet server --join-hub https://${context.address} --hub-token ${joinToken.token}` +
+          (hash === undefined ? "" : ` --hub-ca-hash ${hash}`)
+        : `join a node (one-time token, valid until ${joinToken.expiresAt}): koder-fleet agent --server https://${context.address} --join-token ${joinToken.token}` +
+          (hash === undefined ? "" : ` --ca-hash ${hash}`)
 
     const fromOidc = yield* oidc(context)
     return {

@@ -18,6 +18,8 @@ export interface Context {
   readonly region?: string
   /** The CA certificate clients trust (PEM), as written into the kubeconfig, when there is one. */
   readonly caPem?: string | undefined
+  /** The hub role: members join instead of nodes. */
+  readonly hub?: boolean
   /** Raw command-line flags of the security components (`--oidc-issuer-url`, `--encryption-key-file`, …). */
   readonly flags: Readonly<Record<string, string | ReadonlyArray<string> | boolean | undefined>>
 }

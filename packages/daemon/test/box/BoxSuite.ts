@@ -5,7 +5,7 @@
  * both with the native shim where the machine can build it; BoxShellChain.test.ts runs it isolated
  * with the sh chain (`--shim sh`), what a box without a C compiler uses.
  */
-import type { Runtime } from "@koder/fleet-core"
+import { type Runtime, StreamSession } from "@koder/fleet-core"
 import { Chunk, Stream } from "effect"
 import { createHash } from "node:crypto"
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
@@ -196,6 +196,36 @@ describe(`koder-fleet box (${mode})`, () => {
     const missing = await c.run(c.rt.containers.exec(id, { command: ["no-such-command-kbox"] }))
     expect(missing.exitCode).toBe(126)
     expect(missing.stderr).toContain("no-such-command-kbox")
+  })
+
+  it("streaming exec on a TTY: a terminal of the size asked for, resized live, TERM set; closing the session kills the command", async () => {
+    const id = await run("exec-tty", "echo ready; sleep 1000", marker("exec-tty"))
+    const session = await c.run(c.rt.containers.execStream(id, { command: ["sh", "-c", 'test -t 0 && echo is-a-tty; echo "term=$TERM"; read go; echo "read:$go"; while :; do stty size; sleep 0.1; done'], stdin: true, tty: true }))
+    const decoder = new TextDecoder()
+    let text = ""
+    const frames = session.frames[Symbol.asyncIterator]()
+    const until = async (pattern: RegExp) => {
+      const deadline = Date.now() + 10_000
+      while (!pattern.test(text)) {
+        if (Date.now() > deadline) throw new Error(`no ${String(pattern)} in ${JSON.stringify(text)}`)
+        const next = await frames.next()
+        if (next.done === true) throw new Error(`ended before ${String(pattern)}: ${JSON.stringify(text)}`)
+        if (next.value.channel === StreamSession.Channel.stdout) text += decoder.decode(next.value.data)
+      }
+    }
+    session.send(StreamSession.resize(100, 30))
+    await until(/term=xterm/)
+    expect(text).toContain("is-a-tty")
+    session.send(StreamSession.text(StreamSession.Channel.stdin, "go\r"))
+    await until(/read:go/)
+    await until(/30 100/)
+    session.send(StreamSession.resize(132, 43))
+    await until(/43 132/)
+    const mark = marker("exec-stream-kill")
+    const long = await c.run(c.rt.containers.execStream(id, { command: ["sh", "-c", "sleep 1000", mark], stdin: false, tty: false }))
+    await eventually(async () => (processesWith(mark).length > 0 ? true : undefined))
+    long.close()
+    await eventually(async () => (processesWith(mark).length === 0 ? true : undefined))
   })
 
   it("exec: a command over its timeout is killed and reported as timed out", async () => {

@@ -4,7 +4,8 @@
  * (137, OOMKilled), and outlive the driver: a second one on the same data dir adopts them, once.
  * Nothing is left behind: no runc container, process, mount or cgroup.
  */
-import type { Runtime } from "@koder/fleet-core"
+import type { Runtime, StreamSession } from "@koder/fleet-core"
+import { RuntimeContract } from "@koder/fleet-core/testing"
 import { Chunk, Effect, Exit, Stream } from "effect"
 import { spawnSync } from "node:child_process"
 import { createHash } from "node:crypto"
@@ -114,6 +115,21 @@ describe("runc driver (root, real runc and busybox)", () => {
     const procs = await run(rt.containers.processes(id))
     expect(procs.map((p) => p.command)).toEqual(["sleep"])
     expect(await run(rt.containers.list({ labels: {}, state: "running" }))).toHaveLength(1)
+  })
+
+  it("streaming exec in the container: one output stream for a TTY request, TERM, the exit code; a missing command ends 126", async () => {
+    const [id] = (await run(rt.containers.list({ name: "hello" }))).map((c) => c.id)
+    const drain = (session: StreamSession.StreamSession) => run(RuntimeContract.drain(session))
+    const tty = await drain(await run(rt.containers.execStream(id!, { command: ["sh", "-c", 'echo "term=$TERM"; echo err >&2; ls /etc/os-release'], stdin: false, tty: true })))
+    // The image's filesystem (busybox has no os-release); stderr comes on stdout, as on a terminal.
+    expect(tty.outcome).toEqual({ exitCode: 1 })
+    // Both lines arrive on the one stream; runc's console and the shell's two writes need not keep their order.
+    expect(tty.stdout).toContain("term=xterm\n")
+    expect(tty.stdout).toContain("err\n")
+    expect(tty.stderr).toBe("")
+    const missing = await drain(await run(rt.containers.execStream(id!, { command: ["no-such-command"], stdin: false, tty: false })))
+    expect(missing.outcome).toEqual({ exitCode: 126 })
+    expect(missing.stderr).toMatch(/no-such-command/)
   })
 
   it("exec runs in the container: output, exit code, env, working dir, stdin; a missing command exits 126", async () => {

@@ -13,8 +13,8 @@ import { output, pollKubectl, startDev, waitForOutput, type KubectlCluster } fro
 // A pod of two HTTP servers: 8080 says hello (or sends ?bytes=n back), 8081 counts what it is sent.
 const program = [
   "const h=require('http');",
-  "h.createServer((q,s)=>{const m=/bytes=(\\d+)/.exec(q.url);if(m){s.end(Buffer.alloc(Number(m[1]),97));return}s.end('hello '+q.url+'\\n')}).listen(8080);",
-  "h.createServer((q,s)=>{let n=0;q.on('data',c=>n+=c.length);q.on('end',()=>s.end('got '+n+'\\n'))}).listen(8081)"
+  "h.createServer((q,s)=>{const m=/bytes=(\\d+)/.exec(q.url);if(m){s.end(Buffer.alloc(Number(m[1]),97));return}s.end('hello '+q.url+'\\n')}).listen(Number(process.env.FLEET_PORT_HELLO)||8080);",
+  "h.createServer((q,s)=>{let n=0;q.on('data',c=>n+=c.length);q.on('end',()=>s.end('got '+n+'\\n'))}).listen(Number(process.env.FLEET_PORT_COUNTER)||8081)"
 ].join("")
 
 const manifest = (namespace: string, consent: boolean) => `apiVersion: v1
@@ -29,8 +29,18 @@ spec:
   containers:
     - name: web
       image: node
-      command: ["node", "-e", ${JSON.stringify(program)}]
 ${
+  consent
+    ? `      command: ["node", "-e", ${JSON.stringify(program)}]
+      # Host-network pods get a free host port per declared port (FLEET_PORT_<NAME>); a forward to
+      # the container port reaches it. Ready once the servers listen.
+      ports: [{name: hello, containerPort: 8080}, {name: counter, containerPort: 8081}]
+      readinessProbe: {tcpSocket: {port: counter}, periodSeconds: 1}
+`
+    : // Host-network pods share the host's ports: the refused namespace's pod must not take 8080.
+      `      command: ["sleep", "100000"]
+`
+}${
   consent
     ? `---
 apiVersion: fleet.koder.dev/v1

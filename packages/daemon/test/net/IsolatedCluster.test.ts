@@ -36,6 +36,19 @@ s.on("error", (e) => { console.error(e.message); process.exit(3) })
 setTimeout(() => { console.error("timeout"); process.exit(4) }, 3000)
 `
 
+/** From inside a pod: GET the pod list with the in-cluster config (env, token, CA); prints "<status> <body>". */
+const inCluster = `
+const fs = require("node:fs")
+const dir = "/var/run/secrets/kubernetes.io/serviceaccount"
+const req = require("node:https").request({
+  host: process.env.KUBERNETES_SERVICE_HOST, port: Number(process.env.KUBERNETES_SERVICE_PORT), path: "/api/v1/namespaces/default/pods",
+  ca: fs.readFileSync(dir + "/ca.crt"), headers: { authorization: "Bearer " + fs.readFileSync(dir + "/token", "utf8") }
+}, (res) => { let b = ""; res.on("data", (d) => (b += d)); res.on("end", () => { console.log(res.statusCode + " " + b); process.exit(0) }) })
+req.on("error", (e) => { console.error(e.message); process.exit(3) })
+req.end()
+setTimeout(() => { console.error("timeout"); process.exit(4) }, 4000)
+`
+
 interface Host {
   readonly name: string
   readonly ns: string
@@ -186,6 +199,16 @@ describe("isolated network mode: two hosts (root)", () => {
     // The host-gw route on h1 to h2's block, via h2's address, is Fleet's (proto 160).
     expect(inNetns(h1.ns, ["ip", "route", "show", "proto", "160"])).toContain(`via ${h2.ip}`)
   }, 60_000)
+
+  it("a pod reaches the API with its in-cluster config: address from the environment, the projected token and CA", async () => {
+    const [h1] = hosts as [Host, Host]
+    const [ctr] = await h1.boxClient.run(h1.boxClient.rt.containers.list({ labels: { [Runtime.Labels.podName]: run.pod("c") }, state: "running" }))
+    const r = await h1.boxClient.run(h1.boxClient.rt.containers.exec(ctr!.id, { command: [process.execPath, "-e", inCluster], timeoutMs: 8_000 }))
+    if (r.stderr !== "") throw new Error(`${r.stderr}\n${await diagnose()}`)
+    // Authenticated as the pod's ServiceAccount (a 401 would be a bad token, a TLS error a bad CA); RBAC grants it nothing.
+    expect(r.stdout).toMatch(/^403 /)
+    expect(r.stdout).toContain("system:serviceaccount:default:default")
+  }, 30_000)
 
   it("a ClusterIP spreads connections over the pods of both hosts; its endpoints carry pod IPs and the container port", async () => {
     const svc = await send("POST", "/api/v1/namespaces/default/services", {

@@ -77,6 +77,7 @@ export const builtInMergeKeys: Readonly<Record<string, MergeKeys>> = {
   "policy/v1/PodDisruptionBudget": { ...objectMeta(""), "status.conditions": "type" },
   "networking.k8s.io/v1/IPAddress": objectMeta(""),
   "scheduling.k8s.io/v1/PriorityClass": objectMeta(""),
+  "storage.k8s.io/v1/StorageClass": objectMeta(""),
   "fleet.koder.dev/v1/ProcessControl": objectMeta(""),
   "fleet.koder.dev/v1/AlertRule": { ...objectMeta(""), "spec.webhook.headers": "name" },
   "autoscaling/v2/HorizontalPodAutoscaler": { ...objectMeta(""), "status.conditions": "type" },

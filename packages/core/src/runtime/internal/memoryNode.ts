@@ -6,7 +6,7 @@
  */
 import { Effect, FiberSet } from "effect"
 import type { Deferred, PubSub, Scope } from "effect"
-import type { Behavior, Call, Options } from "../MemoryRuntime.js"
+import type { Behavior, Call, Options, RegistryImage } from "../MemoryRuntime.js"
 import * as Runtime from "../Runtime.js"
 
 /** One line of a container's log. */
@@ -36,6 +36,8 @@ export interface Node {
   readonly sandboxes: Map<string, Runtime.Sandbox>
   readonly entries: Map<string, Entry>
   readonly images: Map<string, Runtime.Image>
+  /** The simulated registry `images.pull` fetches from. */
+  readonly registry: Map<string, RegistryImage>
   /** The NetworkPolicy rules last given, by sandbox id. */
   readonly policies: Map<string, Runtime.NetworkPolicyRules>
   readonly calls: Array<Call>
@@ -53,6 +55,7 @@ export const makeNode = (options: Options, defaults: Runtime.Info): Effect.Effec
     sandboxes: new Map(),
     entries: new Map(),
     images: new Map(),
+    registry: new Map(Object.entries(options.registry ?? {})),
     policies: new Map(),
     calls: [],
     behaviorOf: options.behavior ?? (() => ({})),

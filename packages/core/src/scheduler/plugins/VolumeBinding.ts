@@ -14,13 +14,18 @@
  *
  * The plugin reads claims, volumes and classes through a `VolumeLookup` given as `volumes` in the
  * factory handle (or args); without one it cannot see storage and skips every pod, as the
- * baseline scheduler ignored volumes. Departures: there is no StorageClass kind yet, so a claim's binding
- * mode comes from `storageClass(name)?.volumeBindingMode` when the lookup has it, else from the
- * `waitForFirstConsumer` class names in the args, else Immediate; a claim with no class waits for
- * its first consumer (upstream: Immediate, left to the PV controller Fleet does not have). For the
- * same reason a volume with no `claimRef` still in phase Pending (or with no phase) counts as
- * Available. No dynamic provisioning, no storage capacity scoring, no ephemeral volume creation
- * (an ephemeral volume's claim `<pod>-<volume>` must exist and be owned by the pod).
+ * baseline scheduler ignored volumes. A claim's binding mode comes from its
+ * StorageClass's `volumeBindingMode` when the lookup has the class, else from the
+ * `waitForFirstConsumer` class names in the args, else Immediate. Dynamic provisioning: a
+ * waiting claim no volume fits on a node can still go there when its class has a provisioner that
+ * can make a volume on that node (the class's `allowedTopologies`; for Fleet's local-path
+ * provisioner, a node whose agent advertises its root); Reserve then records the node, and the
+ * runtime annotates the claim `volume.kubernetes.io/selected-node` for the provisioner.
+ * Departures: a claim with no class waits for its first consumer (upstream: Immediate); a volume
+ * with no `claimRef` still in phase Pending (or with no phase) counts as Available; the pod is
+ * bound without waiting for the provisioner (the agent waits for the claim to be bound); no
+ * storage capacity scoring, no ephemeral volume creation (an ephemeral volume's claim
+ * `<pod>-<volume>` must exist and be owned by the pod).
  */
 import type { JsonObject } from "../../object/Json.js"
 import * as LabelSelector from "../../model/LabelSelector.js"
@@ -68,13 +73,25 @@ export interface VolumeHandle extends Handle {
   readonly volumes?: VolumeLookup
 }
 
-/** A claim to bind to a volume: the runtime sets the volume's `claimRef` and the claim's `volumeName`. */
+/**
+ * A claim to bind to a volume: the runtime sets the volume's `claimRef` and the claim's
+ * `volumeName`; or, `volume` empty, a claim to provision on the chosen node: the runtime sets the
+ * claim's `volume.kubernetes.io/selected-node` to `node` for its class's provisioner.
+ */
 export interface Binding {
   readonly namespace: string
   readonly claim: string
   readonly claimUid: string
   readonly volume: string
+  readonly node?: string
 }
+
+/** The claim annotation that tells a provisioner where to make its volume. */
+export const selectedNodeAnnotation = "volume.kubernetes.io/selected-node"
+
+const noProvisioner = "kubernetes.io/no-provisioner"
+const localPathProvisioner = "fleet.koder.dev/local-path"
+const localPathRoot = "storage.fleet.koder.dev/local-path-root"
 
 const hasOwn = Object.prototype.hasOwnProperty
 const meta = (o: JsonObject) => asObject(o["metadata"])
@@ -111,7 +128,13 @@ interface Delayed {
   readonly generic: ReadonlyArray<Candidate>
   /** Candidates by (label key → value → list by size), for affinities of one term with an `In` requirement. */
   readonly indexed: ReadonlyMap<string, ReadonlyMap<string, ReadonlyArray<Candidate>>>
+  /** When no volume fits: whether its class can provision one on a node (undefined: it cannot anywhere). */
+  readonly provision: ((node: NodeInfo) => boolean) | undefined
 }
+
+// What `choose` records for a claim its class will provision (its name is unique per claim).
+const provisionCandidate = (key: string): Candidate => ({ name: `\u0000provision:${key}`, size: 0n, index: -1, required: undefined })
+const isProvision = (c: Candidate) => c.name.startsWith("\u0000provision:")
 
 interface PreFilterState {
   readonly snapshot: Snapshot
@@ -208,7 +231,10 @@ const choose = (s: PreFilterState, node: NodeInfo): boolean => {
       const list = value === undefined ? undefined : byValue.get(value)
       if (list !== undefined) best = bestIn(list, node, chosen, best)
     }
-    if (best === undefined) return false
+    if (best === undefined) {
+      if (d.provision === undefined || !d.provision(node)) return false
+      best = provisionCandidate(d.key)
+    }
     chosen.push(best)
   }
   return true
@@ -229,6 +255,28 @@ const make = (lookup: VolumeLookup | undefined, waitForFirstConsumer: ReadonlySe
     const sc = lookup?.storageClass?.(cls)
     if (sc !== undefined) return sc["volumeBindingMode"] === "WaitForFirstConsumer"
     return waitForFirstConsumer.has(cls)
+  }
+
+  /**
+   * Whether a claim's class provisions volumes, and on which nodes: those its `allowedTopologies`
+   * allow; for the local-path provisioner, nodes whose agent set a root for its directories.
+   */
+  const provisionerOf = (claim: JsonObject): ((node: NodeInfo) => boolean) | undefined => {
+    const cls = classOf(claim)
+    const sc = cls === "" ? undefined : lookup?.storageClass?.(cls)
+    const provisioner = sc === undefined ? "" : asString(sc["provisioner"])
+    if (provisioner === "" || provisioner === noProvisioner) return undefined
+    const terms = asArray(sc!["allowedTopologies"]).map(asObject)
+    return (node) => {
+      if (provisioner === localPathProvisioner && asString(asObject(asObject(node.node["metadata"])["annotations"])[localPathRoot]) === "") return false
+      if (terms.length === 0) return true
+      return terms.some((t) =>
+        asArray(t["matchLabelExpressions"]).map(asObject).every((e) => {
+          const key = asString(e["key"])
+          return hasOwn.call(node.labels, key) && asArray(e["values"]).map(asString).includes(node.labels[key]!)
+        })
+      )
+    }
   }
 
   const candidatesFor = (claim: JsonObject, claimKey: string, volumes: ReadonlyArray<JsonObject>): Delayed => {
@@ -282,7 +330,7 @@ const make = (lookup: VolumeLookup | undefined, waitForFirstConsumer: ReadonlySe
     const bySize = (a: Candidate, b: Candidate) => (a.size < b.size ? -1 : a.size > b.size ? 1 : a.index - b.index)
     generic.sort(bySize)
     for (const byValue of indexed.values()) for (const list of byValue.values()) list.sort(bySize)
-    return { key: claimKey, namespace, name: claimName, uid, size, prebound, generic, indexed }
+    return { key: claimKey, namespace, name: claimName, uid, size, prebound, generic, indexed, provision: prebound === undefined ? provisionerOf(claim) : undefined }
   }
 
   return {
@@ -367,8 +415,11 @@ const make = (lookup: VolumeLookup | undefined, waitForFirstConsumer: ReadonlySe
       })
       const scratch: PreFilterState = { ...s, delayed: free, chosen: [] }
       if (!choose(scratch, node)) return status("Unschedulable", reasonBindConflict)
-      const out: Array<Binding> = free.map((d, i) => ({ namespace: d.namespace, claim: d.name, claimUid: d.uid, volume: scratch.chosen[i]!.name }))
-      for (let i = 0; i < out.length; i++) assumed.set(out[i]!.volume, free[i]!.key)
+      const out: Array<Binding> = free.map((d, i) => {
+        const c = scratch.chosen[i]!
+        return isProvision(c) ? { namespace: d.namespace, claim: d.name, claimUid: d.uid, volume: "", node: nodeName } : { namespace: d.namespace, claim: d.name, claimUid: d.uid, volume: c.name }
+      })
+      for (let i = 0; i < out.length; i++) if (out[i]!.volume !== "") assumed.set(out[i]!.volume, free[i]!.key)
       state.write(reservedKey, out)
       return success
     },
@@ -376,7 +427,7 @@ const make = (lookup: VolumeLookup | undefined, waitForFirstConsumer: ReadonlySe
     unreserve: (state) => {
       const out = state.read<ReadonlyArray<Binding>>(reservedKey)
       if (out === undefined) return
-      for (const b of out) if (assumed.get(b.volume) === `${b.namespace}/${b.claim}`) assumed.delete(b.volume)
+      for (const b of out) if (b.volume !== "" && assumed.get(b.volume) === `${b.namespace}/${b.claim}`) assumed.delete(b.volume)
       state.write(reservedKey, [])
     }
   }

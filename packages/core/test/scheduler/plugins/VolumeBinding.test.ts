@@ -3,7 +3,7 @@ import { CycleState } from "../../../src/scheduler/Framework.js"
 import * as VolumeBinding from "../../../src/scheduler/plugins/VolumeBinding.js"
 import * as Snapshot from "../../../src/scheduler/Snapshot.js"
 import type { PodInfo } from "../../../src/scheduler/Snapshot.js"
-import { build, filterNodes, hostname, node, pod, verdict } from "./crossFixtures.js"
+import { build, filterNodes, hostname, node, nodeJson, pod, verdict } from "./crossFixtures.js"
 
 type Json = Record<string, unknown>
 
@@ -371,5 +371,46 @@ describe("VolumeBinding at scale", () => {
     expect(Object.values(run.verdicts).filter((v) => v === ok)).toHaveLength(2500)
     expect(run.verdicts["node-1"]).toBe(ok)
     expect(run.verdicts["node-0"]).toBe(bindConflict)
+  })
+})
+
+describe("VolumeBinding with dynamic provisioning", () => {
+  const withRoot = (name: string, labels: Record<string, string> = {}) => {
+    const n = nodeJson(name, labels)
+    return Snapshot.nodeInfo({ ...n, metadata: { ...(n["metadata"] as Json), annotations: { "storage.fleet.koder.dev/local-path-root": "/var/lib/fleet/storage" } } }, [])
+  }
+  const classes = (sc: Json) => ({ storageClass: (name: string) => (name === (sc["metadata"] as Json)["name"] ? sc : undefined) })
+  const localPath = { metadata: { name: "local-path" }, provisioner: "fleet.koder.dev/local-path", volumeBindingMode: "WaitForFirstConsumer" }
+  const lookupOf = (claims: ReadonlyArray<Json>, volumes: ReadonlyArray<Json>, sc: Json): VolumeBinding.VolumeLookup => ({ ...store(claims, volumes).lookup, ...classes(sc) })
+
+  it("local-path: a node whose agent has a root can provision; others cannot", () => {
+    const p = plugin(lookupOf([claim("data", { storageClassName: "local-path" })], [], localPath))
+    expect(filterNodes(p, using("data"), [withRoot("n1"), node("n2")]).verdicts).toEqual({ n1: ok, n2: bindConflict })
+  })
+
+  it("a fitting pre-made volume is still preferred on its node; elsewhere the class provisions", () => {
+    const sc = { metadata: { name: "fast" }, provisioner: "example.com/fast", volumeBindingMode: "WaitForFirstConsumer" }
+    const p = plugin(lookupOf([claim("data", { storageClassName: "fast" })], [volume("pv1", { on: "n1", storageClassName: "fast" })], sc))
+    const state = new CycleState()
+    expect(p.preFilter(state, using("data"), Snapshot.make(nodes)).status.code).toBe("Success")
+    expect(verdict(p.reserve(state, using("data"), "n1"))).toBe(ok)
+    expect(VolumeBinding.bindings(state)).toEqual([{ namespace: "default", claim: "data", claimUid: "uid-data", volume: "pv1" }])
+    const other = new CycleState()
+    p.preFilter(other, using("data"), Snapshot.make(nodes))
+    expect(verdict(p.reserve(other, using("data"), "n2"))).toBe(ok)
+    expect(VolumeBinding.bindings(other)).toEqual([{ namespace: "default", claim: "data", claimUid: "uid-data", volume: "", node: "n2" }])
+  })
+
+  it("allowedTopologies limits the nodes a class provisions on", () => {
+    const sc = { metadata: { name: "zonal" }, provisioner: "example.com/z", volumeBindingMode: "WaitForFirstConsumer", allowedTopologies: [{ matchLabelExpressions: [{ key: "zone", values: ["a"] }] }] }
+    const p = plugin(lookupOf([claim("data", { storageClassName: "zonal" })], [], sc))
+    expect(filterNodes(p, using("data"), [node("n1", { zone: "a" }), node("n2", { zone: "b" }), node("n3")]).verdicts).toEqual({ n1: ok, n2: bindConflict, n3: bindConflict })
+  })
+
+  it("no-provisioner classes and Immediate classes do not provision at scheduling", () => {
+    const manual = { metadata: { name: "manual" }, provisioner: "kubernetes.io/no-provisioner", volumeBindingMode: "WaitForFirstConsumer" }
+    expect(filterNodes(plugin(lookupOf([claim("data", { storageClassName: "manual" })], [], manual)), using("data"), nodes).verdicts).toEqual({ n1: bindConflict, n2: bindConflict, n3: bindConflict })
+    const immediate = { metadata: { name: "now" }, provisioner: "example.com/now", volumeBindingMode: "Immediate" }
+    expect(filterNodes(plugin(lookupOf([claim("data", { storageClassName: "now" })], [], immediate)), using("data"), nodes).preFilter).toBe(`UnschedulableAndUnresolvable: ${VolumeBinding.reasonUnboundImmediate}`)
   })
 })

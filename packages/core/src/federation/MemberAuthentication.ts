@@ -1,0 +1,65 @@
+/**
+ * A member's identity at the hub, from its client certificate: the HTTPS front verified the chain
+ * against the hub's CA and passes the subject and serial on; here the subject must be a member's
+ * (`CN=system:member:<name>`, `O=system:members`), its MemberCluster must exist and not be
+ * deleting, and the serial must be the one the hub last issued to it (or the one before, while a
+ * renewal is under way). So unjoining revokes at once, and so does a later join under the same
+ * name: an old certificate is no longer the current one.
+ */
+import { Effect } from "effect"
+import * as ApiError from "../api/ApiError.js"
+import type { UserInfo } from "../api/Http.js"
+import { identity, type Transformer } from "../api/Transformer.js"
+import * as Federation from "../model/Federation.js"
+import * as Status from "../model/Status.js"
+import { asObject, asString } from "../object/Json.js"
+import * as Keys from "../store/Keys.js"
+import type { StoreService } from "../store/Store.js"
+
+/** The verified certificate as the front passes it. */
+export interface Certificate {
+  readonly commonName: string
+  readonly organizations: ReadonlyArray<string>
+  readonly serial: string
+}
+
+const normal = (serial: string) => serial.toLowerCase().replace(/^0+/, "") || "0"
+
+/** Parse the front's header value (undefined: absent or not JSON of that shape). */
+export const parse = (value: string | undefined): Certificate | undefined => {
+  if (value === undefined) return undefined
+  try {
+    const o = JSON.parse(value) as Partial<Certificate>
+    return typeof o.commonName === "string" && Array.isArray(o.organizations) && typeof o.serial === "string" ? (o as Certificate) : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The member a certificate authenticates (undefined: not a member's certificate, let other
+ * authenticators try); fails 401 for a member certificate the hub no longer accepts.
+ */
+export const authenticate = (store: StoreService, certificate: Certificate, transformer: Transformer = identity): Effect.Effect<UserInfo | undefined, ApiError.ApiError> => {
+  const user = { name: certificate.commonName, groups: certificate.organizations }
+  const member = Federation.memberOf(user)
+  if (member === undefined || certificate.organizations.length !== 1) return Effect.succeed(undefined)
+  const refused = (why: string) => Effect.fail(ApiError.of(Status.unauthorized(`member certificate of ${member} refused: ${why}`)))
+  return store.get(Keys.object({ group: Federation.Group, resource: "memberclusters", name: member })).pipe(
+    Effect.catchAll(() => Effect.succeed(undefined)),
+    Effect.flatMap((kv) => {
+      if (kv === undefined) return refused("the member is not registered")
+      let mc: Record<string, unknown>
+      try {
+        mc = JSON.parse(transformer.fromStore({ group: Federation.Group, plural: "memberclusters" }, kv.value)) as Record<string, unknown>
+      } catch {
+        return refused("its entry cannot be read")
+      }
+      if (asObject(mc["metadata"])["deletionTimestamp"] != null) return refused("the member is being removed")
+      const cert = asObject(asObject(mc["status"])["certificate"])
+      const accepted = [asString(cert["serial"]), asString(cert["previousSerial"])].filter((s) => s !== "").map(normal)
+      if (!accepted.includes(normal(certificate.serial))) return refused("it is not the member's current certificate")
+      return Effect.succeed<UserInfo>({ name: certificate.commonName, uid: `member:${member}`, groups: [Federation.MembersGroup, "system:authenticated"] })
+    })
+  )
+}

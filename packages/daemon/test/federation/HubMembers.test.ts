@@ -1,0 +1,218 @@
+/**
+ * The hub end to end, real processes on loopback: `koder-fleet hub`, and two members
+ * (`koder-fleet dev --join-hub`, a server with its own node and store each) joined in pull mode
+ * through certificate requests approved with the real kubectl. Members become Ready with their
+ * nodes' capacity; a Work applies a Deployment on a member and its availability comes back;
+ * a manifest leaving the Work is deleted on the member; one member's certificate cannot read the
+ * other's Work; a member whose heartbeat stops (its process paused) is Unknown and NoSchedule
+ * within the grace period with nothing deleted, and Ready again when it resumes; members keep
+ * running while the hub is down, and the hub catches up after its restart.
+ */
+import { execFile } from "node:child_process"
+import { readFileSync } from "node:fs"
+import { mkdtemp, rm } from "node:fs/promises"
+import { request } from "node:https"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { promisify } from "node:util"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { client, credentials, eventually, start, type FleetProcess } from "../fixtures/FleetProcess.js"
+
+const run = promisify(execFile)
+const kubectlPath = process.env["KUBECTL"] ?? "/usr/bin/kubectl"
+const group = "/apis/federation.fleet.koder.dev/v1alpha1"
+const kfleetPath = fileURLToPath(new URL("../../../cli/bin/kfleet.mjs", import.meta.url))
+
+type Json = Record<string, any>
+
+describe("koder-fleet hub with two pull members", () => {
+  let dir: string
+  let hub: FleetProcess
+  let joinArgs: Array<string>
+  const members: Record<string, FleetProcess> = {}
+  let http: ReturnType<typeof client>
+  let token: string
+
+  const send = async (method: string, path: string, body?: unknown, contentType?: string) => {
+    const r = await http.send(method, path, { token, ...(body === undefined ? {} : { body: JSON.stringify(body) }), ...(contentType === undefined ? {} : { headers: { "content-type": contentType } }) })
+    return { status: r.status, json: () => r.json() as Json }
+  }
+  const kubectl = (kubeconfig: string, ...args: ReadonlyArray<string>) => run(kubectlPath, ["--kubeconfig", kubeconfig, ...args]).then((r) => r.stdout)
+  const kfleet = (...args: ReadonlyArray<string>) => run(process.execPath, [kfleetPath, "--kubeconfig", hub.kubeconfig, ...args]).then((r) => r.stdout)
+  const memberCluster = async (name: string) => (await send("GET", `${group}/memberclusters/${name}`)).json()
+  const condition = (mc: Json, type: string) => (mc["status"]?.conditions ?? []).find((c: Json) => c.type === type)
+
+  const startHub = async (port = 0) => {
+    hub = await start(["--data-dir", join(dir, "hub"), "--listen", `127.0.0.1:${port}`, "--metrics-listen", "off", "--member-grace-period", "12s"], "hub")
+    const creds = credentials(hub.kubeconfig)
+    token = creds.token
+    http = client(hub.port, creds.ca)
+  }
+
+  const startMember = async (name: string, region: string) => {
+    members[name] = await start(
+      ["--listen", "127.0.0.1:0", "--node-name", `${name}-node`, "--metrics-listen", "off", "--dns-listen", "off", "--ingress-listen", "off", "--ingress-tls-listen", "off", "--region", region, "--member-name", name, ...joinArgs],
+      "dev",
+      { FLEET_DATA_DIR: join(dir, name) },
+      60_000
+    )
+  }
+
+  /** Approve a member's pending request as an administrator would: with kubectl, or kfleet. */
+  const approve = async (name: string, tool: "kubectl" | "kfleet") => {
+    const csr = await eventually(() => /certificate request (member-\S+) sent/.exec(members[name]!.stdout())?.[1], 30_000, `${name}'s certificate request`)
+    if (tool === "kubectl") expect(await kubectl(hub.kubeconfig, "certificate", "approve", csr)).toContain(`certificatesigningrequest.certificates.k8s.io/${csr} approved`)
+    else expect(await kfleet("federation", "approve", name)).toBe(`member ${name} approved (certificatesigningrequest/${csr})\n`)
+  }
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "fleet-hub-"))
+    await startHub()
+    const m = /--join-hub (\S+) --hub-token (\S+) --hub-ca-hash (\S+)/.exec(hub.stdout())
+    if (m === null) throw new Error(`no member join line in:\n${hub.stdout()}`)
+    joinArgs = ["--join-hub", m[1]!, "--hub-token", m[2]!, "--hub-ca-hash", m[3]!]
+    await Promise.all([startMember("east", "eu"), startMember("west", "us")])
+  }, 180_000)
+
+  afterAll(async () => {
+    http?.close()
+    for (const p of [...Object.values(members), hub]) {
+      if (p === undefined) continue
+      p.child.kill("SIGCONT")
+      if (p.child.exitCode === null) p.child.kill("SIGKILL")
+    }
+    if (dir) await rm(dir, { recursive: true, force: true })
+  })
+
+  it("members join only once approved, then are Ready with their nodes' capacity", async () => {
+    // Asked, not yet approved: no member.
+    await eventually(() => /certificate request member-east-\S+ sent/.test(members["east"]!.stdout()) || undefined, 30_000, "east's request")
+    expect((await send("GET", `${group}/memberclusters/east`)).status).toBe(404)
+    const csrs = await kubectl(hub.kubeconfig, "get", "csr", "--no-headers")
+    expect(csrs).toMatch(/member-east-\S+\s+\S+\s+federation\.fleet\.koder\.dev\/member\s+system:bootstrap:\S+\s+\S+\s+Pending/)
+    await Promise.all([approve("east", "kubectl"), approve("west", "kfleet")])
+    for (const name of ["east", "west"]) {
+      const mc = await eventually(async () => {
+        const o = await memberCluster(name)
+        return condition(o, "Ready")?.status === "True" && o["status"]?.nodeCount === 1 ? o : undefined
+      }, 30_000, `${name} Ready`).catch((e: Error) => {
+        throw new Error(`${e.message}\nmember: ${members[name]!.stderr().slice(-2000)}\nhub: ${hub.stderr().slice(-2000)}`)
+      })
+      expect(condition(mc, "Joined")?.status).toBe("True")
+      expect(mc["spec"]).toMatchObject({ syncMode: "Pull", region: name === "east" ? "eu" : "us" })
+      // The capacity is the member's node's.
+      const node = JSON.parse(await kubectl(members[name]!.kubeconfig, "get", "node", `${name}-node`, "-o", "json")) as Json
+      expect(mc["status"].resources.capacity.cpu).toBe(node["status"].capacity.cpu)
+      expect(mc["status"].resources.allocatable.memory).toBe(node["status"].allocatable.memory)
+    }
+    const table = await kubectl(hub.kubeconfig, "get", "memberclusters", "--no-headers")
+    expect(table).toMatch(/^east\s+True\s+Pull\s+eu\s+1\s+/m)
+    expect(table).toMatch(/^west\s+True\s+Pull\s+us\s+1\s+/m)
+    expect(await kfleet("federation", "members")).toMatch(/^NAME\s+READY\s+MODE\s+REGION\s+NODES\s+CPU\s+MEMORY\s+AGE\n(.*\n)?east\s+True\s+Pull\s+eu\s+1\s+\S+\/\d+\s+/m)
+  }, 120_000)
+
+  const work = (manifests: ReadonlyArray<Json>) => ({
+    apiVersion: "federation.fleet.koder.dev/v1alpha1",
+    kind: "Work",
+    metadata: { name: "web", namespace: "fleet-member-east" },
+    spec: { workload: { manifests } }
+  })
+  const deployment = {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: "web", namespace: "default" },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: { app: "web" } },
+      template: { metadata: { labels: { app: "web" } }, spec: { containers: [{ name: "app", image: "busybox", command: ["sleep", "3600"] }] } }
+    }
+  }
+  const config = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "settings", namespace: "default" }, data: { mode: "federated" } }
+
+  it("a Work applies a Deployment on its member, and its availability comes back to the hub", async () => {
+    expect((await send("POST", `${group}/namespaces/fleet-member-east/works`, work([deployment]))).status).toBe(201)
+    const done = await eventually(async () => {
+      const w = (await send("GET", `${group}/namespaces/fleet-member-east/works/web`)).json()
+      return condition(w, "Available")?.status === "True" ? w : undefined
+    }, 60_000, "the Work Available").catch((e: Error) => {
+      throw new Error(`${e.message}\n${members["east"]!.stderr().slice(-2000)}`)
+    })
+    expect(done["status"].manifestConditions[0].resourceMeta).toMatchObject({ kind: "Deployment", name: "web", namespace: "default" })
+    expect(done["status"].manifestConditions[0].statusFeedback.availableReplicas).toBe(1)
+    const onMember = JSON.parse(await kubectl(members["east"]!.kubeconfig, "get", "deployment", "web", "-o", "json", "--show-managed-fields")) as Json
+    expect(onMember["metadata"].labels).toMatchObject({ "federation.fleet.koder.dev/work": "web", "federation.fleet.koder.dev/member": "east", "fleet.koder.dev/region": "eu" })
+    expect(onMember["metadata"].managedFields.map((f: Json) => f.manager)).toContain("fleet-member-agent")
+    // The other member got nothing.
+    expect(await kubectl(members["west"]!.kubeconfig, "get", "deployments", "--no-headers").catch(() => "")).not.toContain("web")
+  }, 90_000)
+
+  it("a manifest leaving the Work is deleted on the member; one the member did not make is never touched", async () => {
+    // An object of the same kind the member's own user made: not the Work's.
+    await kubectl(members["east"]!.kubeconfig, "create", "configmap", "mine", "--from-literal=a=b")
+    const w = (await send("GET", `${group}/namespaces/fleet-member-east/works/web`)).json()
+    expect((await send("PUT", `${group}/namespaces/fleet-member-east/works/web`, { ...w, spec: { workload: { manifests: [config] } } })).status).toBe(200)
+    await eventually(async () => ((await kubectl(members["east"]!.kubeconfig, "get", "deployments", "--no-headers").catch(() => "")).includes("web") ? undefined : true), 30_000, "the Deployment deleted on east")
+    expect(await kubectl(members["east"]!.kubeconfig, "get", "configmap", "settings", "-o", "jsonpath={.data.mode}")).toBe("federated")
+    expect(await kubectl(members["east"]!.kubeconfig, "get", "configmap", "mine", "-o", "jsonpath={.data.a}")).toBe("b")
+  }, 60_000)
+
+  it("a member's certificate reads its own Works and not another member's", async () => {
+    const ca = readFileSync(join(dir, "west", "hub", "hub-ca.crt"), "utf8")
+    const cert = readFileSync(join(dir, "west", "hub", "member.crt"), "utf8")
+    const key = readFileSync(join(dir, "west", "hub", "member.key"), "utf8")
+    const get = (path: string) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = request({ host: "127.0.0.1", port: hub.port, path, ca, cert, key }, (res) => {
+          let body = ""
+          res.on("data", (d: Buffer) => (body += d.toString()))
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, body }))
+        })
+        req.on("error", reject)
+        req.end()
+      })
+    expect((await get(`${group}/namespaces/fleet-member-west/works`)).status).toBe(200)
+    const other = await get(`${group}/namespaces/fleet-member-east/works`)
+    expect(other.status).toBe(403)
+    expect(other.body).toContain('member \\"west\\" may only reach Works in fleet-member-west')
+    expect((await get("/api/v1/namespaces/kube-system/secrets")).status).toBe(403)
+  }, 30_000)
+
+  it("a member whose heartbeat stops is Unknown and NoSchedule within the grace period, nothing deleted; Ready again when it resumes", async () => {
+    const east = members["east"]!
+    east.child.kill("SIGSTOP")
+    const unknown = await eventually(async () => {
+      const mc = await memberCluster("east")
+      return condition(mc, "Ready")?.status === "Unknown" && (mc["spec"].taints ?? []).some((t: Json) => t.key === "federation.fleet.koder.dev/unreachable") ? mc : undefined
+    }, 40_000, "east Unknown and tainted")
+    expect(unknown["spec"].taints.find((t: Json) => t.key === "federation.fleet.koder.dev/unreachable").effect).toBe("NoSchedule")
+    // Its Work stays as it was on the hub: nothing is evicted.
+    expect((await send("GET", `${group}/namespaces/fleet-member-east/works/web`)).status).toBe(200)
+    east.child.kill("SIGCONT")
+    await eventually(async () => {
+      const mc = await memberCluster("east")
+      return condition(mc, "Ready")?.status === "True" && !(mc["spec"].taints ?? []).some((t: Json) => t.key === "federation.fleet.koder.dev/unreachable") ? true : undefined
+    }, 30_000, "east Ready again, untainted")
+    expect(await kubectl(east.kubeconfig, "get", "configmap", "settings", "-o", "jsonpath={.data.mode}")).toBe("federated")
+    // One copy, not two, after the reconnect.
+    expect((await kubectl(east.kubeconfig, "get", "configmaps", "-l", "federation.fleet.koder.dev/work=web", "--no-headers")).trim().split("\n")).toHaveLength(1)
+  }, 90_000)
+
+  it("members keep running while the hub is down, and the hub catches up after its restart", async () => {
+    http.close()
+    hub.child.kill("SIGTERM")
+    await hub.exited
+    // The member's cluster still answers, and the Work's object is still there.
+    expect(await kubectl(members["west"]!.kubeconfig, "get", "nodes", "--no-headers")).toMatch(/^west-node\s+Ready/m)
+    expect(await kubectl(members["east"]!.kubeconfig, "get", "configmap", "settings", "-o", "jsonpath={.data.mode}")).toBe("federated")
+    // Members know the hub by its address: it comes back on the same one.
+    await startHub(hub.port)
+    for (const name of ["east", "west"]) {
+      await eventually(async () => {
+        const mc = await memberCluster(name)
+        const beat = Date.parse(mc["status"]?.lastHeartbeatTime ?? "")
+        return condition(mc, "Ready")?.status === "True" && Date.now() - beat < 15_000 ? true : undefined
+      }, 40_000, `${name} reporting to the restarted hub`)
+    }
+  }, 120_000)
+})
