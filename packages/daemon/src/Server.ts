@@ -19,6 +19,7 @@ import * as ControlPlane from "./ControlPlane.js"
 import { ConfigError, describe, type DaemonError, RoleExit } from "./DaemonError.js"
 import * as Hub from "./federation/HubControllers.js"
 import * as HubJoin from "./federation/HubJoin.js"
+import * as MemberTunnelLink from "./federation/MemberTunnelLink.js"
 import * as HttpServer from "./HttpServer.js"
 import * as DnsService from "./net/DnsService.js"
 import * as SpdyTunnel from "./net/SpdyTunnel.js"
@@ -366,6 +367,10 @@ export const run = (
       const host = advertisedHost(http.address.host)
       const address = `${urlHost(host)}:${http.address.port}`
       const registry = Registry.make({ federation: config.hub !== undefined })
+      // The hub's API across members; its clients reach the hub as the control plane does.
+      const across = config.hub === undefined ? undefined : Hub.api()
+      let hubClient: Client.Client | undefined
+      if (across !== undefined) registry.put(across.aggregate(() => hubClient!))
       const security = yield* Security.make({
         dataDir: config.dataDir,
         store,
@@ -421,7 +426,7 @@ export const run = (
           Binding.handler,
           Eviction.subresource,
           Placement.handler(() => plane.explain),
-          ...(config.hub === undefined ? [] : [CsrApproval.handler]),
+          ...(across === undefined ? [] : [CsrApproval.handler, ...across.subresources]),
           PodLog.handler(() => access),
           PodProcessMetrics.handler(() => access),
           PodStreams.execHandler(() => access),
@@ -434,6 +439,7 @@ export const run = (
         address,
         ready: () => !http.draining()
       }).pipe(Scope.extend(apiScope))
+      hubClient = loopbackClient(api.handle, loopback.token, "fleet-hub")
       http.serve(api.handle)
       const metricsServer = yield* MetricsServer.start({
         listen: config.metrics,
@@ -482,7 +488,12 @@ export const run = (
             )
 
       // A member of a hub: join it (pull mode) and run the member agent beside the control plane.
-      if (config.joinHub !== undefined) yield* Effect.forkIn(HubJoin.run(config.joinHub, { ...config, local: loopbackClient(api.handle, loopback.token, "fleet-member-agent"), version: HubJoin.fleetVersion }), apiScope)
+      if (config.joinHub !== undefined) {
+        const local = loopbackClient(api.handle, loopback.token, "fleet-member-agent")
+        yield* Effect.forkIn(HubJoin.run(config.joinHub, { ...config, local, answer: MemberTunnelLink.localAnswer(api.handle, loopback.token), version: HubJoin.fleetVersion }), apiScope)
+      }
+      // The hub dials its Push members.
+      if (across !== undefined) yield* across.run(hubClient).pipe(Scope.extend(apiScope))
 
       if (alongside !== undefined) {
         yield* alongside({

@@ -27,6 +27,11 @@ export interface ResourceRoute {
   readonly namespace: string | undefined
   readonly name: string | undefined
   readonly subresource: string | undefined
+  /**
+   * What follows a `proxy` subresource (`…/memberclusters/{name}/proxy/api/v1/pods` → `api/v1/pods`),
+   * or an `aggregate` collection (`…/aggregate/core/v1/pods` → `core/v1/pods`); "" when nothing does.
+   */
+  readonly subpath?: string
   /** The legacy `/watch/` path prefix was used. */
   readonly watchPath: boolean
 }
@@ -44,6 +49,13 @@ const resource = (group: string, version: string, rest: ReadonlyArray<string>): 
     plural === undefined || plural === "" || (name !== undefined && name === "")
       ? { _tag: "Unknown" }
       : { _tag: "Resource", group, version, plural, namespace, name, subresource, watchPath }
+  // Proxies and aggregated reads carry a path of their own after the resource's.
+  if (parts[0] === "aggregate" && parts.length > 1 && !watchPath) return { ...(make("aggregate", undefined, undefined, undefined) as ResourceRoute), subpath: parts.slice(1).join("/") }
+  const proxyAt = parts[0] === "namespaces" ? 4 : 2
+  if (parts[proxyAt] === "proxy" && parts.length > proxyAt && !watchPath) {
+    const at = make(parts[proxyAt - 2], parts[0] === "namespaces" ? parts[1] : undefined, parts[proxyAt - 1], "proxy")
+    return at._tag === "Resource" ? { ...at, subpath: parts.slice(proxyAt + 1).join("/") } : at
+  }
   if (parts.length > 5) return { _tag: "Unknown" }
   if (parts[0] === "namespaces" && parts.length >= 3 && !namespaceSubresources.has(parts[2]!)) {
     if (parts[1] === "") return { _tag: "Unknown" }

@@ -1,8 +1,10 @@
 /**
- * A member's side of the hub (karmada-agent's role), run by the member's server: it dials the hub
- * with the member's identity, so it works from behind NAT.
+ * A member's side of the hub (karmada-agent's role). In Pull mode the member's server runs it and
+ * dials the hub with the member's identity, so it works from behind NAT; in Push mode the hub runs
+ * it with a client of the member's API (PushMembers in the daemon), so both modes behave alike.
  *
- *   heartbeat   every 10 s: renew Lease `member` in fleet-member-<name> on the hub
+ *   heartbeat   every 10 s: renew Lease `member` in fleet-member-<name> on the hub, after the
+ *               member's API answered (in Push mode the hub runs this agent: a cut link stops it)
  *   status      local Nodes and Pods (informers) ─▶ MemberStatus.summarize ─▶ MemberCluster status,
  *               at most every `statusDebounceMs` after a change, and with every heartbeat
  *   works       Works in fleet-member-<name> (an informer on the hub) ─▶ each manifest
@@ -48,9 +50,10 @@ const notFound = (e: ApiError.ApiError) => e.status.code === 404
 
 const refOf = (id: WorkApply.Identity): Client.ResourceRef => ({ apiVersion: WorkApply.apiVersionOf(id), kind: id.kind })
 
-/** Renew (or create) the member's heartbeat Lease. */
+/** Renew (or create) the member's heartbeat Lease, once its own API has answered (the link works both ways). */
 const heartbeat = (options: Options) =>
   Effect.gen(function* () {
+    yield* options.local.list(ResourceRefs.Namespace, { limit: 1 })
     const namespace = Federation.memberNamespace(options.member)
     const now = isoMicro(yield* Clock.currentTimeMillis)
     const got = yield* Effect.either(options.hub.get(ResourceRefs.Lease, namespace, MemberHealth.LeaseName))
@@ -247,11 +250,14 @@ export const run = (options: Options): Effect.Effect<void, never, Scope.Scope> =
     )
     yield* Effect.forkScoped(
       Effect.repeat(
-        serial(
-          Effect.forEach(
-            works.list(),
-            (w) => syncWork(options, w, applied, !applied.has(nameOf(w))).pipe(Effect.catchAll(report(`work ${nameOf(w)}`))),
-            { discard: true }
+        // Suspended: the Works are listed afresh on every round.
+        Effect.suspend(() =>
+          serial(
+            Effect.forEach(
+              works.list(),
+              (w) => syncWork(options, w, applied, !applied.has(nameOf(w))).pipe(Effect.catchAll(report(`work ${nameOf(w)}`))),
+              { discard: true }
+            )
           )
         ),
         Schedule.spaced(Duration.millis(options.statusRefreshMs ?? 2_000))

@@ -3,6 +3,7 @@
  * identity (`system:member:<name>`, group `system:members`, from its client certificate) may
  *
  *   memberclusters/<name>, its status      get, watch, update, patch (its own entry only)
+ *   memberclusters/<name>/tunnel           get (opening its tunnel, MemberTunnel)
  *   works in fleet-member-<name>           get, list, watch; works/status update, patch
  *   leases in fleet-member-<name>          get, create, update, patch (its heartbeat)
  *   events in fleet-member-<name>          create, patch
@@ -33,6 +34,7 @@ export const decide = (a: Authz.Attributes): Authz.Decision | undefined => {
       if (a.name !== member) return deny(`member "${member}" may only reach its own MemberCluster`)
       if (a.subresource === "" && (a.verb === "get" || a.verb === "watch")) return allow
       if ((a.subresource === "" || a.subresource === "status") && writes.includes(a.verb)) return allow
+      if (a.subresource === "tunnel" && a.verb === "get") return allow
       return deny(`member "${member}" may not ${a.verb} memberclusters${a.subresource === "" ? "" : `/${a.subresource}`}`)
     case `${Federation.Group}/works`:
       if (a.namespace !== own) return deny(`member "${member}" may only reach Works in ${own}`)

@@ -4,8 +4,10 @@
  * (namespaces, garbage collection, service accounts, quotas, events, alerts). Workloads applied to
  * the hub are templates for members, so nothing schedules or runs them here.
  */
-import { type Controller, MemberHealth, MemberSigner } from "@koder/fleet-core"
+import { type ApiServer, type Client, type Registry, type Controller, MemberConnections, MemberHealth, MemberProxy, MemberSigner, ResourceRefs } from "@koder/fleet-core"
+import { Effect, type Scope } from "effect"
 import * as MemberCertificates from "./MemberCertificates.js"
+import * as PushMembers from "./PushMembers.js"
 
 /** The hub's settings. */
 export interface Settings {
@@ -50,3 +52,30 @@ export const reconcilers = (settings: Settings, dataDir: string): ReadonlyArray<
     ...(settings.autoApprove === undefined ? {} : { autoApprove: (member: string) => settings.autoApprove!.test(member) })
   })
 ]
+
+/**
+ * The hub's one API across members: the registry of member connections, the proxy and tunnel
+ * subresources, the aggregated reads, and the Push members' agents (PushMembers).
+ */
+export interface HubApi {
+  readonly connections: MemberConnections.Registry
+  readonly subresources: ReadonlyArray<ApiServer.SubresourceHandler>
+  readonly aggregate: (hub: () => Client.Client) => Registry.Resource
+  readonly run: (hub: Client.Client) => Effect.Effect<void, never, Scope.Scope>
+}
+
+/** A new HubApi. */
+export const api = (): HubApi => {
+  const connections = MemberConnections.make()
+  return {
+    connections,
+    subresources: [MemberProxy.proxyHandler(connections), MemberProxy.tunnelHandler(connections)],
+    /** The aggregate resource, naming the members `hub` lists. */
+    aggregate: (hub: () => Client.Client) =>
+      MemberProxy.aggregateResource(
+        connections,
+        Effect.suspend(() => hub().list(ResourceRefs.MemberCluster)).pipe(Effect.map((list) => (Array.isArray(list["items"]) ? (list["items"] as Array<{ metadata?: { name?: string } }>) : []).map((mc) => mc.metadata?.name ?? "")))
+      ),
+    run: (hub: Client.Client) => PushMembers.run({ hub, connections, onError: (m) => console.error(`koder-fleet hub: push: ${m}`) })
+  }
+}

@@ -12,7 +12,7 @@
  * renewed by a request made with the current certificate (the hub approves a member's own
  * renewal itself), and new connections use the new one. Waiting for approval never stops the member: its cluster runs meanwhile.
  */
-import { Client, MemberAgent, MemberSigner } from "@koder/fleet-core"
+import { Client, MemberAgent, type MemberConnections, MemberSigner } from "@koder/fleet-core"
 import { Duration, Effect, Schedule, type Scope } from "effect"
 import { X509Certificate, randomBytes } from "node:crypto"
 import { mkdir } from "node:fs/promises"
@@ -21,6 +21,7 @@ import { Agent as UndiciAgent, fetch as undiciFetch } from "undici"
 import { discoverCa, publicKeyHash } from "../agent/AgentRole.js"
 import { readIfExists, writeAtomic } from "../internal/files.js"
 import * as MemberCertificates from "./MemberCertificates.js"
+import * as MemberTunnelLink from "./MemberTunnelLink.js"
 
 /** The Fleet version a member reports. */
 export const fleetVersion = "0.1.0"
@@ -91,7 +92,14 @@ const remainingFraction = (pem: string, now: number): number => {
 }
 
 /** Join (or rejoin with the saved certificate) and run the member agent for as long as the scope lives. */
-export const run = (settings: Settings, options: { readonly dataDir: string; readonly region: string; readonly local: Client.Client; readonly version: string }): Effect.Effect<void, never, Scope.Scope> =>
+export const run = (settings: Settings, options: {
+    readonly dataDir: string
+    readonly region: string
+    readonly local: Client.Client
+    /** The member's API answering the hub's tunnelled requests (MemberTunnelLink.localAnswer). */
+    readonly answer: (request: MemberConnections.ProxyRequest) => Promise<MemberConnections.ProxyResponse>
+    readonly version: string
+  }): Effect.Effect<void, never, Scope.Scope> =>
   Effect.gen(function* () {
     const f = files(options.dataDir)
     const ca = yield* hubCa(settings, options.dataDir)
@@ -133,6 +141,15 @@ export const run = (settings: Settings, options: { readonly dataDir: string; rea
         Schedule.spaced(Duration.hours(1))
       )
     )
+    // The tunnel for the hub's proxy and aggregated reads, dialled out like everything else.
+    yield* MemberTunnelLink.run({
+      hub: settings.hub,
+      member: settings.member,
+      ca,
+      identity: () => identity!,
+      answer: options.answer,
+      onState: (state, why) => log(state === "open" ? "tunnel open" : `tunnel closed (${why ?? ""}); dialling again`)
+    })
     yield* MemberAgent.run({
       member: settings.member,
       region: options.region,

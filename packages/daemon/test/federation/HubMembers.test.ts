@@ -9,7 +9,7 @@
  * running while the hub is down, and the hub catches up after its restart.
  */
 import { execFile } from "node:child_process"
-import { readFileSync } from "node:fs"
+import { readFileSync, writeFileSync } from "node:fs"
 import { mkdtemp, rm } from "node:fs/promises"
 import { request } from "node:https"
 import { tmpdir } from "node:os"
@@ -26,7 +26,7 @@ const kfleetPath = fileURLToPath(new URL("../../../cli/bin/kfleet.mjs", import.m
 
 type Json = Record<string, any>
 
-describe("koder-fleet hub with two pull members", () => {
+describe("koder-fleet hub with two pull members and a push member", () => {
   let dir: string
   let hub: FleetProcess
   let joinArgs: Array<string>
@@ -50,9 +50,9 @@ describe("koder-fleet hub with two pull members", () => {
     http = client(hub.port, creds.ca)
   }
 
-  const startMember = async (name: string, region: string) => {
+  const startMember = async (name: string, region: string, joined = true) => {
     members[name] = await start(
-      ["--listen", "127.0.0.1:0", "--node-name", `${name}-node`, "--metrics-listen", "off", "--dns-listen", "off", "--ingress-listen", "off", "--ingress-tls-listen", "off", "--region", region, "--member-name", name, ...joinArgs],
+      ["--listen", "127.0.0.1:0", "--node-name", `${name}-node`, "--metrics-listen", "off", "--dns-listen", "off", "--ingress-listen", "off", "--ingress-tls-listen", "off", "--region", region, ...(joined ? ["--member-name", name, ...joinArgs] : [])],
       "dev",
       { FLEET_DATA_DIR: join(dir, name) },
       60_000
@@ -72,7 +72,8 @@ describe("koder-fleet hub with two pull members", () => {
     const m = /--join-hub (\S+) --hub-token (\S+) --hub-ca-hash (\S+)/.exec(hub.stdout())
     if (m === null) throw new Error(`no member join line in:\n${hub.stdout()}`)
     joinArgs = ["--join-hub", m[1]!, "--hub-token", m[2]!, "--hub-ca-hash", m[3]!]
-    await Promise.all([startMember("east", "eu"), startMember("west", "us")])
+    // south joins the other way (Push): the hub dials it with its kubeconfig.
+    await Promise.all([startMember("east", "eu"), startMember("west", "us"), startMember("south", "ap", false)])
   }, 180_000)
 
   afterAll(async () => {
@@ -198,6 +199,96 @@ describe("koder-fleet hub with two pull members", () => {
     expect((await kubectl(east.kubeconfig, "get", "configmaps", "-l", "federation.fleet.koder.dev/work=web", "--no-headers")).trim().split("\n")).toHaveLength(1)
   }, 90_000)
 
+  it("a Push member: the hub dials it with the kubeconfig it was given; Ready with its capacity, and its Works apply", async () => {
+    const south = members["south"]!
+    await kubectl(hub.kubeconfig, "create", "namespace", "fleet-federation")
+    await kubectl(hub.kubeconfig, "create", "secret", "generic", "south-kubeconfig", "-n", "fleet-federation", `--from-file=kubeconfig=${south.kubeconfig}`)
+    const created = await send("POST", `${group}/memberclusters`, {
+      apiVersion: "federation.fleet.koder.dev/v1alpha1",
+      kind: "MemberCluster",
+      metadata: { name: "south" },
+      spec: { syncMode: "Push", apiEndpoint: `https://127.0.0.1:${south.port}`, secretRef: { namespace: "fleet-federation", name: "south-kubeconfig" }, region: "ap" }
+    })
+    expect(created.status, JSON.stringify(created.json())).toBe(201)
+    const mc = await eventually(async () => {
+      const o = await memberCluster("south")
+      return condition(o, "Ready")?.status === "True" && o["status"]?.nodeCount === 1 ? o : undefined
+    }, 30_000, "south Ready").catch(async (e: Error) => {
+      throw new Error(`${e.message}\n${JSON.stringify((await memberCluster("south"))["status"])}\nhub: ${hub.stderr().slice(-2000)}`)
+    })
+    expect(condition(mc, "Joined")).toMatchObject({ status: "True", reason: "HubDialsMember" })
+    const node = JSON.parse(await kubectl(south.kubeconfig, "get", "node", "south-node", "-o", "json")) as Json
+    expect(mc["status"].resources.capacity.cpu).toBe(node["status"].capacity.cpu)
+    expect(await kubectl(hub.kubeconfig, "get", "memberclusters", "south", "--no-headers")).toMatch(/^south\s+True\s+Push\s+ap\s+1\s+/m)
+    const w = { ...work([config]), metadata: { name: "settings", namespace: "fleet-member-south" } }
+    expect((await send("POST", `${group}/namespaces/fleet-member-south/works`, w)).status).toBe(201)
+    await eventually(async () => condition((await send("GET", `${group}/namespaces/fleet-member-south/works/settings`)).json(), "Applied")?.status === "True" || undefined, 30_000, "south's Work Applied")
+    expect(await kubectl(south.kubeconfig, "get", "configmap", "settings", "-o", "jsonpath={.metadata.labels.fleet\\.koder\\.dev/region}")).toBe("ap")
+  }, 90_000)
+
+  const proxy = (member: string) => `https://127.0.0.1:${hub.port}${group}/memberclusters/${member}/proxy`
+
+  it("the proxy reaches one member as the caller: kubectl through it, the hub's RBAC first, then the member's, audited on the member", async () => {
+    // kubectl pointed at the proxy works as if at the member (discovery, tables, writes), for Pull and Push members alike.
+    for (const name of ["east", "south"]) {
+      expect(await kubectl(hub.kubeconfig, "--server", proxy(name), "get", "nodes", "--no-headers")).toMatch(new RegExp(`^${name}-node\\s+Ready`, "m"))
+    }
+    expect(await kubectl(hub.kubeconfig, "--server", proxy("east"), "create", "configmap", "via-hub", "--from-literal=k=v")).toContain("configmap/via-hub created")
+    expect(await kubectl(members["east"]!.kubeconfig, "get", "configmap", "via-hub", "-o", "jsonpath={.data.k}")).toBe("v")
+    // The member's audit log names the hub's user, impersonated.
+    const audit = await eventually(
+      () => readFileSync(join(dir, "east", "audit.log"), "utf8").split("\n").find((l) => l.includes('"verb":"create"') && l.includes('"resource":"configmaps"') && l.includes("impersonatedUser")),
+      10_000,
+      "the member's audit record"
+    )
+    expect(JSON.parse(audit)).toMatchObject({ verb: "create", namespace: "default", code: 201, impersonatedUser: { user: "fleet:bootstrap-admin" } })
+    // A hub user with proxy rights on east only.
+    await kubectl(hub.kubeconfig, "create", "serviceaccount", "viewer", "-n", "default")
+    await kubectl(hub.kubeconfig, "create", "clusterrole", "east-proxy", "--verb=get", "--resource=memberclusters/proxy", "--resource-name=east")
+    await kubectl(hub.kubeconfig, "create", "clusterrolebinding", "east-proxy", "--clusterrole=east-proxy", "--serviceaccount=default:viewer")
+    const viewer = (await kubectl(hub.kubeconfig, "create", "token", "viewer", "-n", "default")).trim()
+    // kubectl's --raw paths start at the server's root, so they name the proxy themselves; other commands go through --server.
+    const asViewer = (member: string, ...args: ReadonlyArray<string>) =>
+      run(kubectlPath, ["--kubeconfig", hub.kubeconfig, "--token", viewer, ...(args[1] === "--raw" ? ["get", "--raw", `${group}/memberclusters/${member}/proxy${args[2]!}`] : ["--server", proxy(member), ...args])]).then(
+        (r) => ({ ok: true, out: r.stdout }),
+        (e: { stderr?: string }) => ({ ok: false, out: e.stderr ?? "" })
+      )
+    // The hub refuses west outright.
+    const west = await asViewer("west", "get", "--raw", "/api/v1/namespaces/default/configmaps")
+    expect(west.ok).toBe(false)
+    expect(west.out).toMatch(/forbidden: User "system:serviceaccount:default:viewer" cannot get resource "memberclusters\/proxy"/)
+    // The hub lets the request through to east, whose own RBAC knows nothing of the viewer.
+    const east = await asViewer("east", "get", "--raw", "/api/v1/namespaces/default/configmaps")
+    expect(east.ok).toBe(false)
+    expect(east.out).toMatch(/forbidden: User "system:serviceaccount:default:viewer" cannot list resource "configmaps"/)
+    // Once east's administrator grants it, the viewer reads east through the hub, and cannot write.
+    const binding = join(dir, "hub-viewer.json")
+    writeFileSync(binding, JSON.stringify({ apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", metadata: { name: "hub-viewer", namespace: "default" }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "view" }, subjects: [{ kind: "User", name: "system:serviceaccount:default:viewer" }] }))
+    await kubectl(members["east"]!.kubeconfig, "apply", "-f", binding)
+    const granted = await asViewer("east", "get", "--raw", "/api/v1/namespaces/default/configmaps/via-hub")
+    expect(granted.ok).toBe(true)
+    expect(JSON.parse(granted.out)["data"]).toEqual({ k: "v" })
+    expect((await asViewer("east", "delete", "configmap", "via-hub")).ok).toBe(false)
+  }, 90_000)
+
+  it("an aggregated list over three members returns every pod once, each with its member", async () => {
+    for (const name of ["east", "west", "south"]) await kubectl(members[name]!.kubeconfig, "run", `pod-${name}`, "--image=busybox", "--", "sleep", "3600")
+    const list = JSON.parse(await kubectl(hub.kubeconfig, "get", "--raw", `${group}/aggregate/core/v1/pods`)) as Json
+    expect(list["kind"]).toBe("PodList")
+    const seen = new Map<string, string>()
+    for (const name of ["east", "west", "south"]) {
+      const pods = JSON.parse(await kubectl(members[name]!.kubeconfig, "get", "pods", "-A", "-o", "json")) as Json
+      for (const p of pods["items"]) seen.set(p.metadata.uid, name)
+    }
+    const got = (list["items"] as Array<Json>).map((p): [string, string] => [p.metadata.uid, p.metadata.annotations["federation.fleet.koder.dev/member"]])
+    expect(new Set(got.map(([uid]) => uid)).size).toBe(got.length)
+    expect(new Map(got)).toEqual(seen)
+    expect([...seen.values()].sort()).toEqual(["east", "south", "west"])
+    // Namespaced and selected: only the member that has them.
+    const selected = JSON.parse(await kubectl(hub.kubeconfig, "get", "--raw", `${group}/aggregate/core/v1/namespaces/default/configmaps?labelSelector=federation.fleet.koder.dev%2Fwork`)) as Json
+    expect((selected["items"] as Array<Json>).map((c) => `${c.metadata.annotations["federation.fleet.koder.dev/member"]}/${c.metadata.name}`).sort()).toEqual(["east/settings", "south/settings"])
+  }, 60_000)
+
   it("members keep running while the hub is down, and the hub catches up after its restart", async () => {
     http.close()
     hub.child.kill("SIGTERM")
@@ -214,5 +305,7 @@ describe("koder-fleet hub with two pull members", () => {
         return condition(mc, "Ready")?.status === "True" && Date.now() - beat < 15_000 ? true : undefined
       }, 40_000, `${name} reporting to the restarted hub`)
     }
+    // The members' tunnels are dialled again: the proxy answers.
+    await eventually(() => kubectl(hub.kubeconfig, "--server", proxy("west"), "get", "nodes", "--no-headers").then((o) => /^west-node\s+Ready/m.test(o) || undefined, () => undefined), 40_000, "west's tunnel back")
   }, 120_000)
 })
