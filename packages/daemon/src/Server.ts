@@ -326,6 +326,13 @@ export interface Alongside {
 const loopbackClient = (handle: InProcess.Handle, token: string, client: string) =>
   Client.make({ server: "https://loopback.fleet.internal", token, transport: InProcess.transport(handle, { client }) })
 
+/** On a hub: a member presenting its client certificate is that member; anyone else authenticates as on any server. */
+const memberOrUser = (store: Store.StoreService, security: Security.Security, headers: Readonly<Record<string, string | undefined>>) => {
+  const certificate = MemberAuthentication.parse(headers[HttpServer.clientCertificateHeader])
+  if (certificate === undefined) return security.authenticate(headers)
+  return Effect.flatMap(MemberAuthentication.authenticate(store, certificate, security.transformer), (member) => (member !== undefined ? Effect.succeed(member) : security.authenticate(headers)))
+}
+
 /**
  * Run the server until it is interrupted (a signal, `RoleRuntime`) or `stop` completes (default:
  * never), then drain and close; a failure of `stop` closes it without the drain first.
@@ -367,10 +374,10 @@ export const run = (
       const host = advertisedHost(http.address.host)
       const address = `${urlHost(host)}:${http.address.port}`
       const registry = Registry.make({ federation: config.hub !== undefined })
-      // The hub's API across members; its clients reach the hub as the control plane does.
+      // The hub's API across members; its client reaches the hub as the control plane does (set once the API exists).
       const across = config.hub === undefined ? undefined : Hub.api()
-      let hubClient: Client.Client | undefined
-      if (across !== undefined) registry.put(across.aggregate(() => hubClient!))
+      const hubRef: { client?: Client.Client } = {}
+      if (across !== undefined) registry.put(across.aggregate(() => hubRef.client!))
       const security = yield* Security.make({
         dataDir: config.dataDir,
         store,
@@ -410,12 +417,9 @@ export const run = (
         registry,
         authenticate: (headers) => {
           if (loopback.matches(headers)) return Effect.succeed(ControlPlane.controllerUser)
-          const certificate = config.hub === undefined ? undefined : MemberAuthentication.parse(headers[HttpServer.clientCertificateHeader])
-          if (certificate !== undefined) {
-            return Effect.flatMap(MemberAuthentication.authenticate(store, certificate, security.transformer), (member) => (member !== undefined ? Effect.succeed(member) : security.authenticate(headers)))
-          }
           const node = nodeTokens.size === 0 ? undefined : nodeOf(headers)
-          return node !== undefined ? Effect.succeed(ControlPlane.nodeUser(node)) : security.authenticate(headers)
+          if (node !== undefined) return Effect.succeed(ControlPlane.nodeUser(node))
+          return config.hub === undefined ? security.authenticate(headers) : memberOrUser(store, security, headers)
         },
         authorize: config.hub === undefined ? security.authorize : MemberAuthorizer.chain(security.authorize),
         admission: security.admission,
@@ -439,7 +443,7 @@ export const run = (
         address,
         ready: () => !http.draining()
       }).pipe(Scope.extend(apiScope))
-      hubClient = loopbackClient(api.handle, loopback.token, "fleet-hub")
+      hubRef.client = loopbackClient(api.handle, loopback.token, "fleet-hub")
       http.serve(api.handle)
       const metricsServer = yield* MetricsServer.start({
         listen: config.metrics,
@@ -469,20 +473,13 @@ export const run = (
       const ingress =
         config.ingress.http === undefined && config.ingress.https === undefined
           ? undefined
-          : yield* IngressProxy.make({
-              client: Client.make({ server: "https://loopback.fleet.internal", token: loopback.token, transport: InProcess.transport(api.handle, { client: "fleet-ingress" }) }),
-              ...config.ingress
-            }).pipe(Scope.extend(apiScope))
+          : yield* IngressProxy.make({ client: loopbackClient(api.handle, loopback.token, "fleet-ingress"), ...config.ingress }).pipe(Scope.extend(apiScope))
 
       // Cluster DNS reads Services and EndpointSlices as the control plane does (loopback).
       const dns =
         config.dns.listen === undefined
           ? undefined
-          : yield* DnsService.serve(
-              Client.make({ server: "https://loopback.fleet.internal", token: loopback.token, transport: InProcess.transport(api.handle, { client: "fleet-dns" }) }),
-              config.dns.listen,
-              { upstream: config.dns.upstream, role }
-            ).pipe(
+          : yield* DnsService.serve(loopbackClient(api.handle, loopback.token, "fleet-dns"), config.dns.listen, { upstream: config.dns.upstream, role }).pipe(
               Effect.mapError((e) => new ConfigError({ message: e.message })),
               Scope.extend(apiScope)
             )
@@ -490,10 +487,11 @@ export const run = (
       // A member of a hub: join it (pull mode) and run the member agent beside the control plane.
       if (config.joinHub !== undefined) {
         const local = loopbackClient(api.handle, loopback.token, "fleet-member-agent")
-        yield* Effect.forkIn(HubJoin.run(config.joinHub, { ...config, local, answer: MemberTunnelLink.localAnswer(api.handle, loopback.token), version: HubJoin.fleetVersion }), apiScope)
+        const answer = MemberTunnelLink.localAnswer(api.handle, loopback.token)
+        yield* Effect.forkIn(HubJoin.run(config.joinHub, { ...config, local, answer, version: HubJoin.fleetVersion }), apiScope)
       }
       // The hub dials its Push members.
-      if (across !== undefined) yield* across.run(hubClient).pipe(Scope.extend(apiScope))
+      if (across !== undefined) yield* across.run(hubRef.client).pipe(Scope.extend(apiScope))
 
       if (alongside !== undefined) {
         yield* alongside({
