@@ -22,6 +22,7 @@ import { join, resolve } from "node:path"
 import type { Worker } from "node:worker_threads"
 import * as HostFacts from "./agent/HostFacts.js"
 import * as HardStop from "./box/HardStop.js"
+import * as CoLocatedHub from "./federation/CoLocatedHub.js"
 import * as NodeThread from "./agent/NodeThread.js"
 import { ConfigError, RoleExit } from "./DaemonError.js"
 import * as ServiceProxy from "./net/ServiceProxy.js"
@@ -55,6 +56,7 @@ A single-host cluster: API server, controllers, scheduler, box and agent in one 
                          UnenforceableLimits; docs/nodes.md)
   --shutdown-grace DUR   Ctrl-C: each pod gets at most this to stop (default 30s); dev exits within it
                          + 15s, and a second Ctrl-C kills every pod's processes at once (docs/nodes.md)
+${CoLocatedHub.usage.replace("%s", "127.0.0.1:9400")}
 
 Any other flag is the server's (koder-fleet server --help).`
 
@@ -76,6 +78,8 @@ export interface Config {
   readonly registries: string | undefined
   /** Pods with limits the box cannot enforce run anyway (`--allow-unenforced-limits`). */
   readonly allowUnenforcedLimits: boolean
+  /** A hub in this process too, with this cluster its first member (`--hub`). */
+  readonly hub: CoLocatedHub.Settings | undefined
 }
 
 const take = (args: Array<string>, flag: string): string | undefined => {
@@ -111,13 +115,14 @@ export const parseFlags = (argv: ReadonlyArray<string>, env: Readonly<Record<str
   if (!args.some((a) => a === "--listen" || a.startsWith("--listen="))) args.push("--listen", "127.0.0.1:9300")
   if (!args.some((a) => a === "--data-dir" || a.startsWith("--data-dir="))) args.push("--data-dir", resolve(env["FLEET_DATA_DIR"] ?? join(homedir(), ".koder-fleet")))
   return Either.gen(function* () {
+    const hub = yield* CoLocatedHub.take(args, "127.0.0.1:9400")
     const server = yield* Server.parseFlags(args, env)
     const usageInterval = yield* Server.parseDuration("--usage-interval", intervalText)
     if (typeof shim === "string") return yield* Either.left(new ConfigError({ message: shim }))
     if (cgroups !== "auto" && cgroups !== "none") return yield* Either.left(new ConfigError({ message: `--cgroups ${JSON.stringify(cgroups)}: expected auto or none` }))
     if (driver !== "process" && driver !== "runc") return yield* Either.left(new ConfigError({ message: `--driver ${JSON.stringify(driver)}: expected process or runc` }))
     const reserved = reservedText === undefined ? {} : yield* Either.mapLeft(HostFacts.parseReserved(reservedText), (why) => new ConfigError({ message: `--reserved: ${why}` }))
-    return { server, nodeName, reserved, usageInterval, nodePortAddress: nodePortText === "off" ? undefined : nodePortText, shim: shim.shim, cgroups, driver, registries: registries === undefined ? undefined : resolve(registries), allowUnenforcedLimits: allowAt >= 0 }
+    return { server, nodeName, reserved, usageInterval, nodePortAddress: nodePortText === "off" ? undefined : nodePortText, shim: shim.shim, cgroups, driver, registries: registries === undefined ? undefined : resolve(registries), allowUnenforcedLimits: allowAt >= 0, hub }
   })
 }
 
@@ -211,7 +216,10 @@ export const program = (args: ReadonlyArray<string>): Effect.Effect<void, RoleEx
       Effect.sync(() => NodeThread.spawn()),
       (thread) => {
         const lost = Deferred.unsafeMake<never, { readonly message: string }>(FiberId.none)
-        return Server.programWith(config.right.server, "dev", alongside(config.right, thread, lost), ready, Deferred.await(lost))
+        const node = alongside(config.right, thread, lost)
+        const hub = config.right.hub
+        const both = hub === undefined ? node : (context: Server.Alongside) => Effect.zipRight(node(context), CoLocatedHub.alongside(hub, config.right.server)(context))
+        return Server.programWith(config.right.server, "dev", both, ready, Deferred.await(lost))
       },
       (thread) => Effect.promise(() => thread.terminate())
     )

@@ -69,6 +69,8 @@ export interface Config {
   readonly hub?: Hub.Settings
   /** A member of a hub (`--join-hub`): joins it and runs the member agent. */
   readonly joinHub?: HubJoin.Settings
+  /** This cluster's name as a hub's member (`--member-name`; default: this host's name). */
+  readonly memberName: string
 }
 
 /** `koder-fleet server --help`. */
@@ -84,6 +86,9 @@ export const usage = `usage: koder-fleet server [flags]
   --hub-token TOKEN            the hub's join token (koder-fleet hub prints it), for the first join
   --hub-ca-hash sha256:HEX     the hub CA's public key hash (koder-fleet hub prints it)
   --member-name NAME           this member's name at the hub (default: the host name)
+  --hub                        run a federation hub in this process too, with this cluster as its first
+                               member (docs/federation.md); its kubeconfig is DIR/federation-hub/kubeconfig
+  --hub-listen HOST:PORT       the co-located hub's HTTPS address (default 0.0.0.0:9400)
   --tls-san NAME               extra subject alternative name, IP or DNS (repeatable, comma-separated)
   --tls-cert FILE              serve this certificate (PEM) instead of a generated one; needs --tls-key
   --tls-key FILE               the key of --tls-cert (PEM)
@@ -217,8 +222,8 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
     if (Either.isLeft(cidrPlan)) return yield* fail(`--cluster-cidr ${JSON.stringify(clusterCidr)}: ${cidrPlan.left}`)
     const joinHub = parsed["join-hub"]
     if (joinHub !== undefined && !/^https:\/\/[^/\s]+\/?$/.test(joinHub)) return yield* fail(`--join-hub ${JSON.stringify(joinHub)}: expected https://HOST:PORT`)
-    const memberName = parsed["member-name"] ?? hostname().toLowerCase().replace(/[^a-z0-9-]/g, "-").replace(/^-+|-+$/g, "").slice(0, 50)
-    if (joinHub !== undefined && !/^[a-z0-9]([-a-z0-9]{0,48}[a-z0-9])?$/.test(memberName)) return yield* fail(`--member-name ${JSON.stringify(memberName)}: expected a DNS label of at most 50 characters`)
+    const memberName = parsed["member-name"] ?? (hostname().toLowerCase().replace(/[^a-z0-9-]/g, "-").replace(/^-+/, "").slice(0, 50).replace(/-+$/, "") || "local")
+    if (!/^[a-z0-9]([-a-z0-9]{0,48}[a-z0-9])?$/.test(memberName)) return yield* fail(`--member-name ${JSON.stringify(memberName)}: expected a DNS label of at most 50 characters`)
     const region = parsed.region ?? "local"
     if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(region)) return yield* fail(`--region ${JSON.stringify(region)}: expected a label value (lower-case letters, digits, '-', '.')`)
     return {
@@ -246,6 +251,7 @@ export const parseFlags = (args: ReadonlyArray<string>, env: Readonly<Record<str
         https: yield* parseListener("--ingress-tls-listen", parsed["ingress-tls-listen"], "127.0.0.1:8443"),
         timeouts: yield* parseIngressTimeouts(parsed["ingress-timeout"], parsed["ingress-connect-timeout"])
       },
+      memberName,
       ...(joinHub === undefined
         ? {}
         : { joinHub: { hub: joinHub.replace(/\/$/, ""), token: parsed["hub-token"], caHash: parsed["hub-ca-hash"], member: memberName } }),
@@ -320,10 +326,12 @@ export interface Alongside {
   readonly caPem: string | undefined
   /** Where the cluster DNS answers (undefined: off), for what pods are told. */
   readonly dns: { readonly host: string; readonly port: number } | undefined
+  /** A bearer token the API accepts as the control plane (the loopback's; in memory only). */
+  readonly controlPlaneToken: string
 }
 
-/** A client of this server's own API through the loopback (the control plane's identity). */
-const loopbackClient = (handle: InProcess.Handle, token: string, client: string) =>
+/** A client of a server's own API through the loopback (the control plane's identity). */
+export const loopbackClient = (handle: InProcess.Handle, token: string, client: string): Client.Client =>
   Client.make({ server: "https://loopback.fleet.internal", token, transport: InProcess.transport(handle, { client }) })
 
 /** On a hub: a member presenting its client certificate is that member; anyone else authenticates as on any server. */
@@ -491,7 +499,7 @@ export const run = (
         yield* Effect.forkIn(HubJoin.run(config.joinHub, { ...config, local, answer, version: HubJoin.fleetVersion }), apiScope)
       }
       // The hub dials its Push members.
-      if (across !== undefined) yield* across.run(hubRef.client).pipe(Scope.extend(apiScope))
+      if (across !== undefined) yield* across.run(hubRef.client, config.hub?.local).pipe(Scope.extend(apiScope))
 
       if (alongside !== undefined) {
         yield* alongside({
@@ -509,7 +517,8 @@ export const run = (
           metrics,
           store,
           server: `https://${address}`,
-          caPem: tls.ca
+          caPem: tls.ca,
+          controlPlaneToken: loopback.token
         }).pipe(Scope.extend(apiScope))
       }
 

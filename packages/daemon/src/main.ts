@@ -63,7 +63,7 @@ if (logFlags._tag === "Left" || shutdownFlag._tag === "Left") {
     process.exitCode = 2
   } else if (role === "server") {
     // Loaded on demand: `version` and `--help` need none of the server's dependencies.
-    RoleRuntime.run(Effect.flatMap(Effect.promise(() => import("./Server.js")), (Server) => Server.program(args)))
+    RoleRuntime.run(Effect.flatMap(Effect.promise(() => import("./federation/CoLocatedHub.js")), (CoLocatedHub) => CoLocatedHub.serverProgram(args)))
   } else if (role === "agent") {
     RoleRuntime.run(Effect.flatMap(Effect.promise(() => import("./agent/AgentRole.js")), (AgentRole) => AgentRole.program(args)))
   } else if (role === "hub") {

@@ -143,6 +143,12 @@ export const memberOf = (user: { readonly name: string; readonly groups: Readonl
 /** The label with the member's name on everything the hub writes to or about it. */
 export const MemberLabel = `${Group}/member`
 
+/**
+ * On the MemberCluster of the cluster a co-located hub (`--hub`) runs beside: the hub reaches it
+ * in-process, so it has no Secret with a kubeconfig.
+ */
+export const CoLocatedAnnotation = `${Group}/co-located`
+
 /** Errors of a MemberCluster beyond its schema. */
 export const validateMemberCluster = (mc: MemberCluster): ReadonlyArray<FieldError.FieldError> => {
   const errors: Array<FieldError.FieldError> = []
@@ -152,7 +158,7 @@ export const validateMemberCluster = (mc: MemberCluster): ReadonlyArray<FieldErr
   if (name.length > 50) errors.push(FieldError.tooLong("metadata.name", 50, "characters"))
   if (mc.spec.syncMode === "Push") {
     if (mc.spec.apiEndpoint === undefined || mc.spec.apiEndpoint === "") errors.push(FieldError.required("spec.apiEndpoint", "Push mode needs the member's API endpoint"))
-    if (mc.spec.secretRef === undefined) errors.push(FieldError.required("spec.secretRef", "Push mode needs the Secret with the member's kubeconfig"))
+    if (mc.spec.secretRef === undefined && mc.metadata.annotations?.[CoLocatedAnnotation] !== "true") errors.push(FieldError.required("spec.secretRef", "Push mode needs the Secret with the member's kubeconfig"))
   }
   if (mc.spec.apiEndpoint !== undefined && mc.spec.apiEndpoint !== "" && !/^https:\/\/[^/\s]+\/?$/.test(mc.spec.apiEndpoint)) {
     errors.push(FieldError.invalid("spec.apiEndpoint", mc.spec.apiEndpoint, "must be https://host[:port]"))

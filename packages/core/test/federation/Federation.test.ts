@@ -171,6 +171,12 @@ describe("Federation validation", () => {
     const errors = Federation.validateMemberCluster({ apiVersion: Federation.ApiVersion, kind: "MemberCluster", metadata: { name: "Bad_Name" }, spec: { syncMode: "Push" } })
     expect(errors.map((e) => e.path)).toEqual(["metadata.name", "spec.apiEndpoint", "spec.secretRef"])
   })
+  it("the co-located member (reached in-process) needs no Secret; it still needs an endpoint", () => {
+    const colocated = (spec: Record<string, unknown>) =>
+      Federation.validateMemberCluster({ apiVersion: Federation.ApiVersion, kind: "MemberCluster", metadata: { name: "solo", annotations: { [Federation.CoLocatedAnnotation]: "true" } }, spec: { syncMode: "Push", ...spec } })
+    expect(colocated({ apiEndpoint: "https://127.0.0.1:9300" })).toEqual([])
+    expect(colocated({}).map((e) => e.path)).toEqual(["spec.apiEndpoint"])
+  })
   it("a Work lives in a member namespace and names each manifest once", () => {
     const m = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c" } }
     const errors = Federation.validateWork({ apiVersion: Federation.ApiVersion, kind: "Work", metadata: { name: "w", namespace: "default" }, spec: { workload: { manifests: [m, m, { kind: "X" }] } } })

@@ -17,6 +17,8 @@ export interface Settings {
   readonly certificateLifetimeMs?: number
   /** `--auto-approve-members`: new members whose whole name matches are approved without an administrator. */
   readonly autoApprove?: RegExp
+  /** Co-located mode (`--hub`): the cluster in the hub's process, its first member. */
+  readonly local?: PushMembers.Local
 }
 
 /** Built-in controllers the hub does not run: templates are not run on the hub. */
@@ -61,7 +63,7 @@ export interface HubApi {
   readonly connections: MemberConnections.Registry
   readonly subresources: ReadonlyArray<ApiServer.SubresourceHandler>
   readonly aggregate: (hub: () => Client.Client) => Registry.Resource
-  readonly run: (hub: Client.Client) => Effect.Effect<void, never, Scope.Scope>
+  readonly run: (hub: Client.Client, local?: PushMembers.Local) => Effect.Effect<void, never, Scope.Scope>
 }
 
 /** A new HubApi. */
@@ -76,6 +78,7 @@ export const api = (): HubApi => {
         connections,
         Effect.suspend(() => hub().list(ResourceRefs.MemberCluster)).pipe(Effect.map((list) => (Array.isArray(list["items"]) ? (list["items"] as Array<{ metadata?: { name?: string } }>) : []).map((mc) => mc.metadata?.name ?? "")))
       ),
-    run: (hub: Client.Client) => PushMembers.run({ hub, connections, onError: (m) => console.error(`koder-fleet hub: push: ${m}`) })
+    run: (hub: Client.Client, local?: PushMembers.Local) =>
+      PushMembers.run({ hub, connections, ...(local === undefined ? {} : { local }), onError: (m) => console.error(`koder-fleet hub: push: ${m}`) })
   }
 }

@@ -77,11 +77,27 @@ const connect = (endpoint: string, c: Credentials): { readonly client: Client.Cl
   return { client, connection, close: () => dispatcher.close() }
 }
 
+/**
+ * The cluster beside a co-located hub (`--hub`): registered as a Push member under its name and
+ * reached in-process, as its own control plane, with no kubeconfig.
+ */
+export interface Local {
+  readonly member: string
+  readonly region: string
+  /** Its API's address as clients dial it (the MemberCluster's apiEndpoint). */
+  readonly endpoint: string
+  readonly client: Client.Client
+  readonly answer: MemberConnections.Connection["request"]
+  /** The Fleet version it reports (the hub's own: one process). */
+  readonly version: string
+}
+
 /** How the Push members are run. */
 export interface Options {
   /** The hub's own API (the control plane's loopback client). */
   readonly hub: Client.Client
   readonly connections: MemberConnections.Registry
+  readonly local?: Local
   readonly heartbeatMs?: number
   readonly onError?: (message: string) => void
 }
@@ -105,20 +121,31 @@ const joined = (hub: Client.Client, member: string, ok: boolean, reason: string,
     Effect.ignore
   )
 
-/** One Push member: its kubeconfig read, its connection registered, its agent run. */
-const start = (options: Options, mc: Federation.MemberCluster, scope: Scope.Scope) =>
+/** A Push member's connection, from the kubeconfig in its Secret (undefined: unusable, said in its Joined condition). */
+const dial = (options: Options, mc: Federation.MemberCluster, scope: Scope.Scope) =>
   Effect.gen(function* () {
     const member = mc.metadata.name ?? ""
     const ref = mc.spec.secretRef!
     const secret = yield* Effect.either(options.hub.get(ResourceRefs.Secret, ref.namespace, ref.name))
-    if (secret._tag === "Left") return yield* joined(options.hub, member, false, "SecretUnreadable", `secret ${ref.namespace}/${ref.name}: ${secret.left.status.message ?? "unreadable"}`)
+    if (secret._tag === "Left") return yield* Effect.as(joined(options.hub, member, false, "SecretUnreadable", `secret ${ref.namespace}/${ref.name}: ${secret.left.status.message ?? "unreadable"}`), undefined)
     const kubeconfig = decode64(((secret.right["data"] ?? {}) as Record<string, unknown>)["kubeconfig"])
     const credentials = kubeconfig === undefined ? `secret ${ref.namespace}/${ref.name} has no kubeconfig key` : credentialsOf(kubeconfig)
-    if (typeof credentials === "string") return yield* joined(options.hub, member, false, "KubeconfigInvalid", credentials)
+    if (typeof credentials === "string") return yield* Effect.as(joined(options.hub, member, false, "KubeconfigInvalid", credentials), undefined)
     const link = connect(mc.spec.apiEndpoint ?? credentials.server, credentials)
     yield* Scope.addFinalizer(scope, Effect.promise(() => link.close().catch(() => undefined)))
     const version = yield* Effect.either(link.client.get({ apiVersion: "v1", kind: "Namespace" }, undefined, "default").pipe(Effect.timeout(Duration.seconds(10))))
     yield* joined(options.hub, member, true, "HubDialsMember", `the hub reaches ${mc.spec.apiEndpoint ?? credentials.server}${version._tag === "Left" ? " (not answering yet)" : ""}`)
+    return link
+  })
+
+/** One Push member: its connection made, registered, its agent run. */
+const start = (options: Options, mc: Federation.MemberCluster, scope: Scope.Scope) =>
+  Effect.gen(function* () {
+    const member = mc.metadata.name ?? ""
+    const local = options.local?.member === member && mc.metadata.annotations?.[Federation.CoLocatedAnnotation] === "true" ? options.local : undefined
+    const link = local !== undefined ? { client: local.client, connection: { mode: "Push" as const, request: local.answer } } : yield* dial(options, mc, scope)
+    if (link === undefined) return
+    if (local !== undefined) yield* joined(options.hub, member, true, "CoLocated", "the hub runs in the member's process")
     // Its namespace on the hub (Works, heartbeat), as the signer makes it for a Pull member.
     yield* options.hub
       .create({ apiVersion: "v1", kind: "Namespace", metadata: { name: Federation.memberNamespace(member), labels: { [Federation.MemberLabel]: member } } })
@@ -130,15 +157,32 @@ const start = (options: Options, mc: Federation.MemberCluster, scope: Scope.Scop
       region: mc.spec.region ?? "",
       hub: options.hub,
       local: link.client,
-      fleetVersion: "push",
+      // A remote Push member's version is not known to the hub (it runs no agent of ours there).
+      fleetVersion: local?.version ?? "push",
       ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs }),
       onError: (m) => options.onError?.(`member ${member}: ${m}`)
     }).pipe(Scope.extend(scope))
   })
 
+/** The co-located cluster's MemberCluster, made once (an administrator's later edits stay). */
+const register = (hub: Client.Client, local: Local, onError: Options["onError"]) =>
+  hub
+    .create({
+      apiVersion: Federation.ApiVersion,
+      kind: "MemberCluster",
+      metadata: { name: local.member, annotations: { [Federation.CoLocatedAnnotation]: "true" } },
+      spec: { syncMode: "Push", apiEndpoint: local.endpoint, region: local.region }
+    })
+    .pipe(
+      Effect.catchIf((e) => e.status.code === 409, () => Effect.void),
+      Effect.retry({ schedule: Schedule.spaced(Duration.millis(200)).pipe(Schedule.upTo(Duration.seconds(10))), while: (e) => (e.status.code ?? 500) >= 500 }),
+      Effect.catchAll((e) => Effect.sync(() => onError?.(`cannot register the co-located member ${local.member}: ${e.status.message ?? e.status.reason}`)))
+    )
+
 /** Run every Push member for as long as the scope lives. */
 export const run = (options: Options): Effect.Effect<void, never, Scope.Scope> =>
   Effect.gen(function* () {
+    if (options.local !== undefined) yield* register(options.hub, options.local, options.onError)
     const members = yield* Informer.make(options.hub, ResourceRefs.MemberCluster)
     const secrets = yield* Informer.make(options.hub, ResourceRefs.Secret)
     const running = new Map<string, Running>()
@@ -153,8 +197,9 @@ export const run = (options: Options): Effect.Effect<void, never, Scope.Scope> =
       const want = new Map<string, { readonly mc: Federation.MemberCluster; readonly key: string }>()
       for (const o of members.list()) {
         const mc = o as unknown as Federation.MemberCluster
-        if (mc.spec?.syncMode !== "Push" || mc.spec.secretRef === undefined || (o["metadata"] as { deletionTimestamp?: string }).deletionTimestamp !== undefined) continue
-        const secret = secrets.get(mc.spec.secretRef.namespace, mc.spec.secretRef.name)
+        const local = options.local?.member === mc.metadata.name && mc.metadata.annotations?.[Federation.CoLocatedAnnotation] === "true"
+        if (mc.spec?.syncMode !== "Push" || (mc.spec.secretRef === undefined && !local) || (o["metadata"] as { deletionTimestamp?: string }).deletionTimestamp !== undefined) continue
+        const secret = mc.spec.secretRef === undefined ? undefined : secrets.get(mc.spec.secretRef.namespace, mc.spec.secretRef.name)
         want.set(mc.metadata.name ?? "", { mc, key: JSON.stringify([mc.spec.apiEndpoint, mc.spec.region, mc.spec.secretRef, (secret?.["metadata"] as { resourceVersion?: string } | undefined)?.resourceVersion]) })
       }
       for (const name of [...running.keys()]) if (want.get(name)?.key !== running.get(name)!.key) yield* stop(name)
