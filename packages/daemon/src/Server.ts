@@ -10,7 +10,7 @@ import { isIP } from "node:net"
 import { AdmissionPlugins, ApiServer, PodCidr, Binding, Client, Controllers, CsrApproval, Eviction, FlowControl, type Http, InProcess, MemberAuthentication, MemberAuthorizer, MetricsApi, MetricsSource, NodeAccess, Placement, PodExec, PodLog, PodProcessMetrics, PodStreams, Registry, type Store } from "@koder/fleet-core"
 import { PgStore } from "@koder/fleet-store-pg"
 import { SqliteStore } from "@koder/fleet-store-sqlite"
-import { Duration, Effect, Either, Exit, Scope } from "effect"
+import { Cause, Duration, Effect, Either, Exit, Scope } from "effect"
 import { homedir, hostname } from "node:os"
 import { join, resolve } from "node:path"
 import { parseArgs } from "node:util"
@@ -362,7 +362,8 @@ export const run = (
       const tls = yield* Tls.ensure({
         dataDir: config.dataDir,
         // In-cluster clients reach the API as kubernetes.default.svc or at its ClusterIP.
-        extraSans: [...config.tls.sans, ...Controllers.KubernetesService.sans(serviceRange)],
+        // and clients dial the address it listens on, when that is one address.
+        extraSans: [...config.tls.sans, ...(isIP(config.listen.host) !== 0 && advertisedHost(config.listen.host) === config.listen.host ? [config.listen.host] : []), ...Controllers.KubernetesService.sans(serviceRange)],
         ...(config.tls.cert === undefined ? {} : { certFile: config.tls.cert }),
         ...(config.tls.key === undefined ? {} : { keyFile: config.tls.key }),
         ...(config.tls.ca === undefined ? {} : { caFile: config.tls.ca })
@@ -496,7 +497,9 @@ export const run = (
       if (config.joinHub !== undefined) {
         const local = loopbackClient(api.handle, loopback.token, "fleet-member-agent")
         const answer = MemberTunnelLink.localAnswer(api.handle, loopback.token)
-        yield* Effect.forkIn(HubJoin.run(config.joinHub, { ...config, local, answer, version: HubJoin.fleetVersion }), apiScope)
+        const joined = HubJoin.run(config.joinHub, { ...config, local, answer, version: HubJoin.fleetVersion })
+        // The cluster runs on whatever happens to its membership; what went wrong is said.
+        yield* Effect.forkIn(joined.pipe(Effect.catchAllCause((c) => Effect.sync(() => console.error(`koder-fleet ${role}: hub: ${Cause.pretty(c)}`)))), apiScope)
       }
       // The hub dials its Push members.
       if (across !== undefined) yield* across.run(hubRef.client, config.hub?.local).pipe(Scope.extend(apiScope))

@@ -47,9 +47,17 @@ const fetchWith = (ca: string, identity?: { readonly cert: string; readonly key:
 
 const log = (message: string) => console.log(`koder-fleet server: hub: ${message}`)
 
+/** Until the hub answers: a member started before its hub (or cut off from it) keeps trying, and says why. */
+const untilAnswered = <A, E>(what: string, effect: Effect.Effect<A, E>) =>
+  effect.pipe(
+    Effect.tapError((e) => Effect.sync(() => log(`${what}: ${e instanceof Error ? e.message : typeof e === "object" && e !== null && "message" in e ? String(e.message) : String(e)}; trying again`))),
+    Effect.retry(Schedule.exponential(Duration.seconds(1)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(30))))),
+    Effect.orDie
+  )
+
 /** The hub's CA: saved, or found in the hub's handshake by its hash. */
 const hubCa = (settings: Settings, dataDir: string) =>
-  Effect.promise(async () => {
+  Effect.tryPromise(async () => {
     const f = files(dataDir)
     const saved = await readIfExists(f.ca)
     if (saved !== undefined && (settings.caHash === undefined || publicKeyHash(saved) === settings.caHash)) return saved
@@ -58,19 +66,19 @@ const hubCa = (settings: Settings, dataDir: string) =>
     await mkdir(f.dir, { recursive: true, mode: 0o700 })
     await writeAtomic(f.ca, pem, 0o644)
     return pem
-  })
+  }).pipe(Effect.mapError((e) => e.error))
 
 /** Ask for a certificate with `client` and wait for it (approval may take a person). */
 const obtain = (client: Client.Client, settings: Settings, region: string) =>
   Effect.gen(function* () {
     const made = yield* Effect.promise(() => MemberCertificates.request(settings.member))
     const name = MemberSigner.requestName(settings.member, randomBytes(4).toString("hex"))
-    yield* client.create({
+    yield* untilAnswered("cannot send the certificate request", client.create({
       apiVersion: "certificates.k8s.io/v1",
       kind: "CertificateSigningRequest",
       metadata: { name, annotations: { [MemberSigner.RegionAnnotation]: region } },
       spec: { request: btoa(made.csr), signerName: "federation.fleet.koder.dev/member", usages: ["digital signature", "client auth"] }
-    })
+    }).pipe(Effect.mapError((e) => e.status)))
     log(`certificate request ${name} sent; waiting for approval (on the hub: kfleet federation approve ${settings.member}, or kubectl certificate approve ${name})`)
     const cert = yield* client.get({ apiVersion: "certificates.k8s.io/v1", kind: "CertificateSigningRequest" }, undefined, name).pipe(
       Effect.flatMap((csr) => {
@@ -102,7 +110,7 @@ export const run = (settings: Settings, options: {
   }): Effect.Effect<void, never, Scope.Scope> =>
   Effect.gen(function* () {
     const f = files(options.dataDir)
-    const ca = yield* hubCa(settings, options.dataDir)
+    const ca = yield* untilAnswered(`cannot get the hub's CA from ${settings.hub}`, hubCa(settings, options.dataDir))
     const saved = yield* Effect.promise(async () => ({ cert: await readIfExists(f.cert), key: await readIfExists(f.key) }))
     let identity: { cert: string; key: string } | undefined = saved.cert !== undefined && saved.key !== undefined ? { cert: saved.cert, key: saved.key } : undefined
     if (identity !== undefined && remainingFraction(identity.cert, Date.now()) <= 0) identity = undefined
