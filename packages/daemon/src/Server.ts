@@ -341,6 +341,16 @@ const memberOrUser = (store: Store.StoreService, security: Security.Security, he
   return Effect.flatMap(MemberAuthentication.authenticate(store, certificate, security.transformer), (member) => (member !== undefined ? Effect.succeed(member) : security.authenticate(headers)))
 }
 
+/** Join the hub and run the member agent beside the control plane (in-process, as the control plane). */
+const joinHub = (config: Config, settings: HubJoin.Settings, handle: InProcess.Handle, token: string, role: string) => {
+  const local = loopbackClient(handle, token, "fleet-member-agent")
+  const answer = MemberTunnelLink.localAnswer(handle, token)
+  // The cluster runs on whatever happens to its membership; what went wrong is said.
+  return HubJoin.run(settings, { ...config, local, answer, version: HubJoin.fleetVersion }).pipe(
+    Effect.catchAllCause((c) => Effect.sync(() => console.error(`koder-fleet ${role}: hub: ${Cause.pretty(c)}`)))
+  )
+}
+
 /**
  * Run the server until it is interrupted (a signal, `RoleRuntime`) or `stop` completes (default:
  * never), then drain and close; a failure of `stop` closes it without the drain first.
@@ -494,13 +504,7 @@ export const run = (
             )
 
       // A member of a hub: join it (pull mode) and run the member agent beside the control plane.
-      if (config.joinHub !== undefined) {
-        const local = loopbackClient(api.handle, loopback.token, "fleet-member-agent")
-        const answer = MemberTunnelLink.localAnswer(api.handle, loopback.token)
-        const joined = HubJoin.run(config.joinHub, { ...config, local, answer, version: HubJoin.fleetVersion })
-        // The cluster runs on whatever happens to its membership; what went wrong is said.
-        yield* Effect.forkIn(joined.pipe(Effect.catchAllCause((c) => Effect.sync(() => console.error(`koder-fleet ${role}: hub: ${Cause.pretty(c)}`)))), apiScope)
-      }
+      if (config.joinHub !== undefined) yield* Effect.forkIn(joinHub(config, config.joinHub, api.handle, loopback.token, role), apiScope)
       // The hub dials its Push members.
       if (across !== undefined) yield* across.run(hubRef.client, config.hub?.local).pipe(Scope.extend(apiScope))
 
