@@ -16,7 +16,7 @@ import { fileURLToPath } from "node:url"
 import { parse } from "yaml"
 
 const main = fileURLToPath(new URL("../src/main.ts", import.meta.url))
-const listening = /koder-fleet (?:server|dev) listening on https:\/\/(\S+):(\d+) \(kubeconfig: (.+)\)/
+const listening = /koder-fleet (?:server|dev|hub) listening on https:\/\/(\S+):(\d+) \(kubeconfig: (.+)\)/
 
 /** A response read to the end, with the time its last byte arrived. */
 export interface Response {
@@ -53,6 +53,9 @@ export interface BenchServer {
   readonly threadsCpuMs: () => Readonly<Record<string, number>> | undefined
   /** The server's resident memory now and at its peak (MiB); undefined off Linux. */
   readonly rssMiB: () => { readonly now: number; readonly peak: number } | undefined
+  /** `https://host:port` as it listens, and what it has printed so far. */
+  readonly url: string
+  readonly stdout: () => string
   /** SIGTERM, wait for the drain (SIGKILL after 20 s), remove the data dir (unless it was given). */
   readonly stop: () => Promise<void>
 }
@@ -144,7 +147,7 @@ const procRssMiB = (pid: number) => {
  * Start a server (plus `flags`) and connect a client to it: in a fresh temp data dir removed on
  * stop, or in `dataDir`, which is kept (a restart benchmark starts the same state twice).
  */
-export const start = async (flags: ReadonlyArray<string> = [], role: "server" | "dev" = "server", dataDir?: string): Promise<BenchServer> => {
+export const start = async (flags: ReadonlyArray<string> = [], role: "server" | "dev" | "hub" = "server", dataDir?: string): Promise<BenchServer> => {
   const dir = dataDir ?? (await mkdtemp(join(tmpdir(), "fleet-api-bench-")))
   const removeDir = () => (dataDir === undefined ? rm(dir, { recursive: true, force: true }) : Promise.resolve())
   const profDir = process.env["FLEET_BENCH_CPU_PROF"]
@@ -240,7 +243,7 @@ export const start = async (flags: ReadonlyArray<string> = [], role: "server" | 
       await removeDir()
     }
 
-    return { pid: child.pid!, send, stream, agent, cpuMs: () => procCpuMs(child.pid!), mainThread: () => procSchedMs(child.pid!), threadsCpuMs: () => procThreadsCpuMs(child.pid!), rssMiB: () => procRssMiB(child.pid!), stop }
+    return { pid: child.pid!, url: `https://${m[1]}:${port}`, stdout: () => out, send, stream, agent, cpuMs: () => procCpuMs(child.pid!), mainThread: () => procSchedMs(child.pid!), threadsCpuMs: () => procThreadsCpuMs(child.pid!), rssMiB: () => procRssMiB(child.pid!), stop }
   } catch (e) {
     await kill()
     throw e

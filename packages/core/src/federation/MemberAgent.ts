@@ -182,6 +182,9 @@ const deleteOwned = (options: Options, work: string, id: WorkApply.Identity) =>
     yield* Effect.ignore(options.local.delete(refOf(id), id.namespace, id.name, { propagationPolicy: "Background", preconditions: { uid: asString(metadataOf(live.right)["uid"]) } }))
   })
 
+/** How often a member renews its heartbeat Lease (and reports its status at the latest). */
+export const defaultHeartbeatMs = 10_000
+
 /** Run the agent in the current scope. */
 export const run = (options: Options): Effect.Effect<void, never, Scope.Scope> =>
   Effect.gen(function* () {
@@ -198,7 +201,7 @@ export const run = (options: Options): Effect.Effect<void, never, Scope.Scope> =
 
     // Heartbeat and status: together every heartbeat, and soon after a local change.
     const beat = Effect.all([heartbeat(options).pipe(Effect.catchAll(report("heartbeat"))), reportStatus(options, local).pipe(Effect.catchAll(report("status")))], { discard: true })
-    yield* Effect.forkScoped(Effect.repeat(beat, Schedule.spaced(Duration.millis(options.heartbeatMs ?? 10_000))))
+    yield* Effect.forkScoped(Effect.repeat(beat, Schedule.spaced(Duration.millis(options.heartbeatMs ?? defaultHeartbeatMs))))
     let dirty = false
     for (const i of [local.for(ResourceRefs.Node), local.for(ResourceRefs.Pod)]) {
       const off = i.subscribe(() => (dirty = true))
