@@ -39,10 +39,14 @@ const stdout = process.stdout.write.bind(process.stdout)
 console.log = (...args: Array<unknown>) => console.error(...args)
 const print = (r: Result) => stdout(`${JSON.stringify(r)}\n`)
 
-type Json = Record<string, any>
+/** What the benchmark reads of the objects it watches. */
+interface Watched {
+  readonly metadata?: { readonly name?: string }
+  readonly status?: { readonly conditions?: ReadonlyArray<{ readonly type: string; readonly status: string }>; readonly resources?: { readonly allocated?: Readonly<Record<string, string>> } }
+}
 
 /** Every event of a watch, as parsed objects, to `onEvent`, until the response ends. */
-const follow = (response: IncomingMessage, onEvent: (type: string, object: Json) => void) => {
+const follow = (response: IncomingMessage, onEvent: (type: string, object: Watched) => void) => {
   let buffered = ""
   response.setEncoding("utf8")
   response.on("data", (d: string) => {
@@ -51,7 +55,7 @@ const follow = (response: IncomingMessage, onEvent: (type: string, object: Json)
       const line = buffered.slice(0, nl)
       buffered = buffered.slice(nl + 1)
       if (line.trim() === "") continue
-      const e = JSON.parse(line) as { type: string; object: Json }
+      const e = JSON.parse(line) as { type: string; object: Watched }
       onEvent(e.type, e.object)
     }
   })
@@ -72,8 +76,8 @@ const pod = (name: string) => ({
   spec: { nodeName: "node-0", containers: [{ name: "app", image: "busybox", resources: { requests: { cpu: "100m", memory: "64Mi" } } }] }
 })
 
-const readyOf = (mc: Json) => (mc["status"]?.conditions ?? []).some((c: Json) => c.type === "Ready" && c.status === "True")
-const allocatedCpu = (mc: Json): string | undefined => mc["status"]?.resources?.allocated?.cpu
+const readyOf = (mc: Watched) => (mc.status?.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True")
+const allocatedCpu = (mc: Watched): string | undefined => mc.status?.resources?.allocated?.["cpu"]
 
 const main = async () => {
   const dir = await mkdtemp(join(tmpdir(), "fleet-federation-bench-"))
@@ -91,12 +95,12 @@ const main = async () => {
     const watcher = hub.agent(4)
     const csrs = await hub.stream("/apis/certificates.k8s.io/v1/certificatesigningrequests?watch=1", watcher)
     follow(csrs.response, (type, o) => {
-      const member = /^member-(sim-\d+)-/.exec(o["metadata"]?.name ?? "")?.[1]
+      const member = /^member-(sim-\d+)-/.exec(o.metadata?.name ?? "")?.[1]
       if (type === "ADDED" && member !== undefined && !csrSeen.has(member)) csrSeen.set(member, performance.now())
     })
     const mcs = await hub.stream(`${group}/memberclusters?watch=1`, watcher)
     follow(mcs.response, (_type, o) => {
-      const name = o["metadata"]?.name as string
+      const name = o.metadata?.name ?? ""
       if (readyOf(o) && !readyAt.has(name)) readyAt.set(name, performance.now())
       if (allocatedCpu(o) === "100m" && !changedAt.has(name)) changedAt.set(name, performance.now())
     })
