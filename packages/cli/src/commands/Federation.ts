@@ -7,12 +7,17 @@
  *                      double opt-in); `deny NAME` refuses it
  *   unjoin NAME        remove member NAME: its entry, namespace and Works; its certificate stops
  *                      working at once
+ *   join NAME          push mode with --member-kubeconfig: the member's kubeconfig (one context,
+ *                      flattened) into a Secret and a Push MemberCluster, so the hub dials it;
+ *                      without: a join token and the command the member runs (pull mode)
  */
 import { Certificates, Federation } from "@koder/fleet-core"
 import type { Command } from "commander"
 import { createHash, X509Certificate } from "node:crypto"
 import { Effect } from "effect"
+import { stringify } from "yaml"
 import * as Age from "../Age.js"
+import * as Kubeconfig from "../Kubeconfig.js"
 import { CliError } from "../CliError.js"
 import { arr, examples, meta, obj, str, type Env } from "../Cli.js"
 import * as Printers from "../Printers.js"
@@ -91,12 +96,89 @@ const token = (s: Session, t: Terminal) =>
     t.out(`koder-fleet server --join-hub ${s.conn.target.server} --hub-token ${value}${ca === undefined ? "" : ` --hub-ca-hash ${caHash(ca)}`}\n`)
   })
 
+/** `join`'s flags. */
+export interface JoinOptions {
+  readonly memberKubeconfig?: string
+  readonly memberContext?: string
+  readonly region?: string
+  readonly zone?: string
+  readonly apiEndpoint?: string
+}
+
+/** One context of a kubeconfig, self-contained (files inlined), as the hub keeps it (pure). */
+export const flatten = (target: Kubeconfig.Target): string => {
+  const b64 = (pem: string) => Buffer.from(pem, "utf8").toString("base64")
+  const user = target.token !== undefined ? { token: target.token } : target.certPem !== undefined && target.keyPem !== undefined ? { "client-certificate-data": b64(target.certPem), "client-key-data": b64(target.keyPem) } : undefined
+  if (user === undefined) throw new CliError({ message: `the member's kubeconfig (context ${JSON.stringify(target.context)}) has neither a token nor a client certificate and key: the hub could not authenticate`, exitCode: 1 })
+  return stringify({
+    apiVersion: "v1",
+    kind: "Config",
+    "current-context": "member",
+    clusters: [{ name: "member", cluster: { server: target.server, ...(target.caPem === undefined ? {} : { "certificate-authority-data": b64(target.caPem) }) } }],
+    users: [{ name: "member", user }],
+    contexts: [{ name: "member", context: { cluster: "member", user: "member" } }]
+  })
+}
+
+/** The namespace the hub keeps Push members' kubeconfig Secrets in. */
+export const SecretsNamespace = "fleet-federation"
+
+const join = (s: Session, t: Terminal, member: string, o: JoinOptions) =>
+  Effect.gen(function* () {
+    const placement = { ...(o.region === undefined ? {} : { region: o.region }), ...(o.zone === undefined ? {} : { zone: o.zone }) }
+    if (o.memberKubeconfig === undefined) {
+      const made = yield* s.conn.client.create({ apiVersion: "fleet.koder.dev/v1", kind: "JoinToken", metadata: {} })
+      const ca = s.conn.target.caPem
+      const flags = [`--join-hub ${s.conn.target.server}`, `--hub-token ${str(obj(made["status"])["token"])}`, ...(ca === undefined ? [] : [`--hub-ca-hash ${caHash(ca)}`]), `--member-name ${member}`, ...(o.region === undefined ? [] : [`--region ${o.region}`])]
+      t.out(`on the member (pull mode: it dials the hub):\n  koder-fleet server ${flags.join(" ")}\nthen, here: kfleet federation approve ${member}\n`)
+      return
+    }
+    const target = yield* Effect.try({
+      try: () => Kubeconfig.resolve(Kubeconfig.load(o.memberKubeconfig), { ...(o.memberContext === undefined ? {} : { context: o.memberContext }) }),
+      catch: (e) => (e instanceof CliError ? e : new CliError({ message: `--member-kubeconfig ${o.memberKubeconfig}: ${e instanceof Error ? e.message : String(e)}`, exitCode: 1 }))
+    })
+    const kubeconfig = yield* Effect.try({ try: () => flatten(target), catch: (e) => (e instanceof CliError ? e : new CliError({ message: String(e), exitCode: 1 })) })
+    const endpoint = (o.apiEndpoint ?? target.server).replace(/\/+$/, "")
+    yield* s.conn.client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: SecretsNamespace } }).pipe(Effect.catchIf((e) => e.status.code === 409, () => Effect.void))
+    const secret = { apiVersion: "v1", kind: "Secret", metadata: { name: `${member}-kubeconfig`, namespace: SecretsNamespace, labels: { [Federation.MemberLabel]: member } }, type: "Opaque", stringData: { kubeconfig } }
+    // A second join of the same member replaces its kubeconfig (the hub redials with the new one).
+    yield* s.conn.client.create(secret).pipe(
+      Effect.catchIf(
+        (e) => e.status.code === 409,
+        () => s.conn.client.patch({ apiVersion: "v1", kind: "Secret" }, SecretsNamespace, `${member}-kubeconfig`, "merge", { stringData: { kubeconfig } })
+      )
+    )
+    yield* s.conn.client
+      .create({ apiVersion: Federation.ApiVersion, kind: "MemberCluster", metadata: { name: member }, spec: { syncMode: "Push", apiEndpoint: endpoint, secretRef: { namespace: SecretsNamespace, name: `${member}-kubeconfig` }, ...placement } })
+      .pipe(
+        Effect.catchIf(
+          (e) => e.status.code === 409,
+          () => s.conn.client.patch(MemberRef, undefined, member, "merge", { spec: { syncMode: "Push", apiEndpoint: endpoint, secretRef: { namespace: SecretsNamespace, name: `${member}-kubeconfig` }, ...placement } })
+        )
+      )
+    t.out(`member ${member} registered (push mode: the hub dials ${endpoint}); kfleet federation members shows it Ready once the hub reaches it\n`)
+  })
+
 /** Register `federation` and its verbs. */
 export const register = (program: Command, env: Env): void => {
-  const f = program.command("federation").description("Members of a hub (koder-fleet hub): list, join tokens, approve, unjoin")
+  const f = program.command("federation").description("Members of a hub (koder-fleet hub): list, join, join tokens, approve, unjoin")
   examples(
     f.command("members").description("List the hub's member clusters").action((_: unknown, command: Command) => env.act(command, (s, t) => members(s, t))),
     "  kfleet --kubeconfig ~/.koder-fleet-hub/kubeconfig federation members"
+  )
+  examples(
+    f
+      .command("join")
+      .description("Join a member: push mode with --member-kubeconfig (the hub dials it), else print the pull-mode command the member runs")
+      .argument("<member>")
+      .option("--member-kubeconfig <file>", "the member's kubeconfig: push mode (stored on the hub as a Secret, one context, flattened)")
+      .option("--member-context <name>", "the context of --member-kubeconfig (default: its current one)")
+      .option("--region <region>", "the member's region")
+      .option("--zone <zone>", "the member's zone")
+      .option("--api-endpoint <url>", "where the hub dials the member (default: the kubeconfig's server)")
+      .action((member: string, o: JoinOptions, command: Command) => env.act(command, (s, t) => join(s, t, member, o))),
+    `  kfleet federation join south --member-kubeconfig south.kubeconfig --region ap   # push
+  kfleet federation join east --region eu                                          # pull: prints the member's command`
   )
   examples(f.command("token").description("Make a join token and print the command a member runs to join").action((_: unknown, command: Command) => env.act(command, (s, t) => token(s, t))), "  kfleet federation token")
   examples(

@@ -26,7 +26,13 @@ export interface GetOptions {
   readonly watchOnly?: boolean
   readonly noHeaders?: boolean
   readonly showLabels?: boolean
+  /** On a hub: every member's objects, through the hub's aggregated read. */
+  readonly allMembers?: boolean
 }
+
+/** The hub's aggregated read of one type across its members (pure). */
+export const aggregatePath = (info: Pick<Resources.ResourceInfo, "group" | "version" | "plural">, namespace: string | undefined): string =>
+  `/apis/federation.fleet.koder.dev/v1alpha1/aggregate/${info.group === "" ? "core" : info.group}/${info.version}/${namespace === undefined ? "" : `namespaces/${namespace}/`}${info.plural}`
 
 const query = (o: { readonly selector?: string | undefined; readonly fieldSelector?: string | undefined }) => {
   const q = new URLSearchParams()
@@ -58,6 +64,7 @@ export const plan = (resources: ReadonlyArray<Resources.ResourceInfo>, args: Rea
 const fetchObjects = (s: Session, f: Fetch, o: GetOptions) =>
   Effect.gen(function* () {
     const fill = (x: Json): Json => ({ apiVersion: f.info.apiVersion, kind: f.info.kind, ...x })
+    if (o.allMembers === true) return Printers.itemsOf(yield* s.conn.json("GET", `${aggregatePath(f.info, f.namespace)}${query(o)}`)).map(fill)
     if (f.names.length > 0) return yield* Effect.forEach(f.names, (n) => Effect.map(s.conn.client.get(refOf(f.info), f.namespace, n), fill))
     const list = yield* s.conn.client.listAll(refOf(f.info), {
       ...(f.namespace === undefined ? {} : { namespace: f.namespace }),
@@ -72,7 +79,9 @@ const fetchTable = (s: Session, f: Fetch, o: GetOptions) =>
   Effect.gen(function* () {
     const get = (path: string) => s.conn.json("GET", path, { accept: tableAccept })
     const tables =
-      f.names.length > 0
+      o.allMembers === true
+        ? [yield* get(`${aggregatePath(f.info, f.namespace)}${query(o)}`)]
+        : f.names.length > 0
         ? yield* Effect.forEach(f.names, (n) => get(Client.path(refOf(f.info), f.namespace, n)))
         : [yield* get(`${Client.path(refOf(f.info), f.namespace)}${query(o)}`)]
     const asTable = (t: Json): Printers.ServerTable =>
@@ -98,6 +107,8 @@ const get = (s: Session, t: Terminal, args: ReadonlyArray<string>, o: GetOptions
   Effect.gen(function* () {
     const format = Printers.parseFormat(o.output)
     const fetches = plan(yield* s.resources(), args, s.namespace, o.allNamespaces === true)
+    if (o.allMembers === true && (o.watch || o.watchOnly)) return yield* Effect.fail(usage("--all-members lists once: watch one member through the hub's proxy (kfleet --server HUB/apis/federation.fleet.koder.dev/v1alpha1/memberclusters/NAME/proxy get -w ...)"))
+    if (o.allMembers === true && fetches.some((f) => f.names.length > 0)) return yield* Effect.fail(usage("--all-members lists: select with -l or --field-selector metadata.name=NAME instead of names"))
     const single = fetches.length === 1 && fetches[0]!.names.length === 1
     if (format._tag !== "Table") {
       if (o.watch || o.watchOnly) {
@@ -217,6 +228,7 @@ export const register = (program: Command, env: Env): void => {
     .option("--watch-only", "watch for changes without listing first")
     .option("--no-headers", "don't print headers")
     .option("--show-labels", "show each object's labels as the last column")
+    .option("--all-members", "on a hub: every member's objects, with a MEMBER column (the hub's aggregated read)")
     .action((args: Array<string>, opts: GetOptions & { headers?: boolean }, command: Command) =>
       env.act(command, (s, t) => get(s, t, args, { ...opts, noHeaders: opts.headers === false }))
     )
@@ -230,7 +242,8 @@ export const register = (program: Command, env: Env): void => {
   kfleet get deployment/hello -o yaml             # one object as YAML
   kfleet get pods -o jsonpath='{.items[*].metadata.name}'
   kfleet get pods -o custom-columns=NAME:.metadata.name,NODE:.spec.nodeName
-  kfleet get pods -w                              # stream changes`
+  kfleet get pods -w                              # stream changes
+  kfleet get pods -A --all-members                # on a hub: every member's pods`
   )
 }
 

@@ -23,6 +23,7 @@ import * as Federation from "../model/Federation.js"
 import * as Status from "../model/Status.js"
 import { asArray, asObject, type JsonObject } from "../object/Json.js"
 import * as Impersonation from "../api/Impersonation.js"
+import * as Table from "../api/Table.js"
 import * as MemberConnections from "./MemberConnections.js"
 import * as MemberTunnel from "./MemberTunnel.js"
 
@@ -133,6 +134,37 @@ export const merge = (answers: ReadonlyArray<{ readonly member: string; readonly
   return { list: { apiVersion: head?.["apiVersion"] ?? "v1", kind: head?.["kind"] ?? "List", metadata: {}, items }, warnings }
 }
 
+/** The column a merged Table starts with. */
+export const MemberColumn = { name: "Member", type: "string", format: "", description: "The member cluster the row came from.", priority: 0 }
+
+/**
+ * Merge the members' Tables (pure), as `merge` merges lists: rows in member order, each with its
+ * member as the first cell (and on its object, if the row carries one); the columns are the
+ * first answer's, which every member renders alike (the same kernel); failures as warnings.
+ */
+export const mergeTables = (answers: ReadonlyArray<{ readonly member: string; readonly list?: JsonObject; readonly error?: string }>): { readonly list: JsonObject; readonly warnings: ReadonlyArray<string> } => {
+  const rows: Array<JsonObject> = []
+  const warnings: Array<string> = []
+  let columns: ReadonlyArray<unknown> | undefined
+  for (const a of answers) {
+    if (a.list === undefined || a.list["kind"] !== "Table") {
+      warnings.push(`member ${a.member}: ${a.error ?? (a.list === undefined ? "no answer" : "no Table in its answer")}`)
+      continue
+    }
+    columns ??= asArray(a.list["columnDefinitions"])
+    for (const row of asArray(a.list["rows"]).map(asObject)) {
+      const object = asObject(row["object"])
+      const metadata = asObject(object["metadata"])
+      rows.push({
+        ...row,
+        cells: [a.member, ...asArray(row["cells"])],
+        ...(row["object"] === undefined ? {} : { object: { ...object, metadata: { ...metadata, annotations: { ...asObject(metadata["annotations"]), [MemberAnnotation]: a.member } } } })
+      })
+    }
+  }
+  return { list: { apiVersion: "meta.k8s.io/v1", kind: "Table", metadata: {}, columnDefinitions: [MemberColumn, ...(columns ?? [{ name: "Name", type: "string", format: "name", description: "", priority: 0 }])], rows }, warnings }
+}
+
 const AggregateSchema = Schema.Struct({ apiVersion: Schema.String, kind: Schema.String })
 
 /**
@@ -154,7 +186,9 @@ export const aggregateResource = (connections: MemberConnections.Registry, membe
         if (path === undefined) return yield* Effect.fail(ApiError.badRequest("expected …/aggregate/{group}/{version}/[namespaces/{namespace}/]{resource} (the legacy group is core)"))
         const names = [...new Set([...(yield* members), ...connections.members()])].sort()
         const query = new URLSearchParams(request.query)
-        const headers = { ...forwarded(request), accept: "application/json" }
+        // kubectl and kfleet ask for Tables: each member renders its own, merged with a Member column.
+        const tables = Table.wanted(request.headers["accept"])
+        const headers = { ...forwarded(request), accept: tables ? `${Table.contentType}, application/json` : "application/json" }
         const answers = yield* Effect.forEach(
           names,
           (member) =>
@@ -169,16 +203,16 @@ export const aggregateResource = (connections: MemberConnections.Registry, membe
                   }
                 })()
                 if (r.status !== 200) return { member, error: typeof body["message"] === "string" ? body["message"] : `HTTP ${r.status}` }
-                if (!Array.isArray(body["items"])) return { member, error: "not a list" }
+                if (!Array.isArray(body[tables ? "rows" : "items"])) return { member, error: tables ? "not a Table" : "not a list" }
                 return { member, list: body }
               }),
               Effect.catchAll((e) => Effect.succeed({ member, error: (e.status.message ?? "unreachable").replace(`member ${member} `, "") }))
             ),
           { concurrency: 16 }
         )
-        const merged = merge(answers)
+        const merged = tables ? mergeTables(answers) : merge(answers)
         const warning = merged.warnings.map((w) => `299 - ${JSON.stringify(w)}`).join(", ")
-        return json(200, merged.list, warning === "" ? {} : { warning })
+        return json(200, merged.list, { ...(tables ? { "content-type": Table.contentType } : {}), ...(warning === "" ? {} : { warning }) })
       })
   }),
   verbs: ["list"]

@@ -171,3 +171,29 @@ describe("MemberTunnel", () => {
     hub.close()
   })
 })
+
+describe("MemberProxy.mergeTables", () => {
+  it("puts each member's rows under a Member column, in member order; members without a Table become warnings", () => {
+    const columns = [{ name: "Name", type: "string", format: "name", description: "", priority: 0 }, { name: "Status", type: "string", format: "", description: "", priority: 0 }]
+    const table = (...rows: Array<[string, string]>) => ({
+      apiVersion: "meta.k8s.io/v1",
+      kind: "Table",
+      columnDefinitions: columns,
+      rows: rows.map(([name, status]) => ({ cells: [name, status], object: { kind: "PartialObjectMetadata", metadata: { name } } }))
+    })
+    const { list, warnings } = MemberProxy.mergeTables([
+      { member: "east", list: table(["web-1", "Running"]) },
+      { member: "north", list: { kind: "PodList", items: [] } },
+      { member: "west", list: table(["web-1", "Pending"], ["db-0", "Running"]) },
+      { member: "south", error: "no answer in time" }
+    ])
+    expect((list["columnDefinitions"] as Array<any>).map((c) => c.name)).toEqual(["Member", "Name", "Status"])
+    expect((list["rows"] as Array<any>).map((r) => r.cells)).toEqual([
+      ["east", "web-1", "Running"],
+      ["west", "web-1", "Pending"],
+      ["west", "db-0", "Running"]
+    ])
+    expect((list["rows"] as Array<any>).map((r) => r.object.metadata.annotations[MemberProxy.MemberAnnotation])).toEqual(["east", "west", "west"])
+    expect(warnings).toEqual(["member north: no Table in its answer", "member south: no answer in time"])
+  })
+})

@@ -201,15 +201,13 @@ describe("koder-fleet hub with two pull members and a push member", () => {
 
   it("a Push member: the hub dials it with the kubeconfig it was given; Ready with its capacity, and its Works apply", async () => {
     const south = members["south"]!
-    await kubectl(hub.kubeconfig, "create", "namespace", "fleet-federation")
-    await kubectl(hub.kubeconfig, "create", "secret", "generic", "south-kubeconfig", "-n", "fleet-federation", `--from-file=kubeconfig=${south.kubeconfig}`)
-    const created = await send("POST", `${group}/memberclusters`, {
-      apiVersion: "federation.fleet.koder.dev/v1alpha1",
-      kind: "MemberCluster",
-      metadata: { name: "south" },
-      spec: { syncMode: "Push", apiEndpoint: `https://127.0.0.1:${south.port}`, secretRef: { namespace: "fleet-federation", name: "south-kubeconfig" }, region: "ap" }
-    })
-    expect(created.status, JSON.stringify(created.json())).toBe(201)
+    // kfleet keeps the member's kubeconfig in a Secret on the hub and registers it as Push.
+    expect(await kfleet("federation", "join", "south", "--member-kubeconfig", south.kubeconfig, "--region", "ap")).toBe(
+      `member south registered (push mode: the hub dials https://127.0.0.1:${south.port}); kfleet federation members shows it Ready once the hub reaches it\n`
+    )
+    const secret = JSON.parse(await kubectl(hub.kubeconfig, "get", "secret", "south-kubeconfig", "-n", "fleet-federation", "-o", "json")) as Json
+    expect(Buffer.from(secret["data"].kubeconfig, "base64").toString()).toContain(`server: https://127.0.0.1:${south.port}`)
+    expect((await memberCluster("south"))["spec"]).toMatchObject({ syncMode: "Push", region: "ap", secretRef: { namespace: "fleet-federation", name: "south-kubeconfig" } })
     const mc = await eventually(async () => {
       const o = await memberCluster("south")
       return condition(o, "Ready")?.status === "True" && o["status"]?.nodeCount === 1 ? o : undefined
@@ -284,6 +282,10 @@ describe("koder-fleet hub with two pull members and a push member", () => {
     expect(new Set(got.map(([uid]) => uid)).size).toBe(got.length)
     expect(new Map(got)).toEqual(seen)
     expect([...seen.values()].sort()).toEqual(["east", "south", "west"])
+    // kfleet prints it as a table, the member first (each member renders its rows, the hub merges them).
+    const table = await kfleet("get", "pods", "-n", "default", "--all-members")
+    expect(table.split("\n")[0]).toMatch(/^MEMBER\s+NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE$/)
+    for (const name of ["east", "west", "south"]) expect(table).toMatch(new RegExp(`^${name}\\s+pod-${name}\\s+`, "m"))
     // Namespaced and selected: only the member that has them.
     const selected = JSON.parse(await kubectl(hub.kubeconfig, "get", "--raw", `${group}/aggregate/core/v1/namespaces/default/configmaps?labelSelector=federation.fleet.koder.dev%2Fwork`)) as Json
     expect((selected["items"] as Array<Json>).map((c) => `${c.metadata.annotations["federation.fleet.koder.dev/member"]}/${c.metadata.name}`).sort()).toEqual(["east/settings", "south/settings"])
