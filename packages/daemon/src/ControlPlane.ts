@@ -31,6 +31,8 @@ export interface Options {
   readonly controllers?: Omit<Controllers.Options, "disabled">
   /** Reconcilers beyond the built-in set (the hub's federation controllers). */
   readonly extra?: ReadonlyArray<Controller.Reconciler>
+  /** What else runs only while this server leads, stopped when it stops leading (the hub's Push members). */
+  readonly leading?: Effect.Effect<void, never, Scope.Scope>
 }
 
 /** The identity of a node's agent (what a node credential authenticates as). */
@@ -65,14 +67,16 @@ export const start = (handle: InProcess.Handle, token: string, options: Options,
   Effect.gen(function* () {
     const list = reconcilers(options)
     const scheduling = !options.disabled.includes("*") && !options.disabled.includes("scheduler")
-    if (list.length === 0 && !scheduling) return
+    if (list.length === 0 && !scheduling && options.leading === undefined) return
     const client = Client.make({ server: "https://loopback.fleet.internal", token, transport: InProcess.transport(handle, { client: controllerUser.name }) })
     const election = options.elect
       ? { namespace: "kube-system", name: "fleet-controller-manager", identity: LeaderElection.identity(hostname(), process.pid) }
       : undefined
-    // The scheduler leads with the controllers (one lease), sharing their informers.
+    // The scheduler leads with the controllers (one lease), sharing their informers; so does `leading`.
     const alongside = (running: Controller.Running) =>
       Effect.gen(function* () {
+        if (options.leading !== undefined) yield* options.leading
+        if (!scheduling) return
         const scheduler = yield* Scheduler.start({ informers: running.informers }).pipe(Effect.orDie)
         plane.explain = scheduler.explain
         yield* Effect.addFinalizer(() => Effect.sync(() => delete plane.explain))
@@ -92,7 +96,7 @@ export const start = (handle: InProcess.Handle, token: string, options: Options,
       ControllerManager.run({
         reconcilers: list,
         component: "fleet-controller-manager",
-        ...(scheduling ? { alongside } : {}),
+        ...(scheduling || options.leading !== undefined ? { alongside } : {}),
         ...(election === undefined ? {} : { election })
       }).pipe(Effect.provideService(ApiClient.ApiClient, client), Effect.provideService(Store.Store, options.store))
     )

@@ -474,7 +474,8 @@ export const run = (
         store,
         elect: config.store._tag === "postgres",
         disabled: config.hub === undefined ? config.disabledControllers : [...config.disabledControllers, ...Hub.notOnTheHub],
-        ...(config.hub === undefined ? {} : { extra: Hub.reconcilers(config.hub, config.dataDir) }),
+        // The hub's Push members are dialled by one hub replica at a time: the leader.
+        ...(config.hub === undefined || across === undefined ? {} : { extra: Hub.reconcilers(config.hub, config.dataDir), leading: across.run(hubRef.client!, config.hub.local) }),
         controllers: {
           nodeIpam: { clusterCidr: config.clusterCidr },
           // The Service's endpoint must be an address; a host name (a --listen of "localhost") has none to publish.
@@ -505,8 +506,6 @@ export const run = (
 
       // A member of a hub: join it (pull mode) and run the member agent beside the control plane.
       if (config.joinHub !== undefined) yield* Effect.forkIn(joinHub(config, config.joinHub, api.handle, loopback.token, role), apiScope)
-      // The hub dials its Push members.
-      if (across !== undefined) yield* across.run(hubRef.client, config.hub?.local).pipe(Scope.extend(apiScope))
 
       if (alongside !== undefined) {
         yield* alongside({
