@@ -28,6 +28,7 @@ import * as DefaultStorageClass from "./DefaultStorageClass.js"
 import * as PersistentVolumeClaimResize from "./PersistentVolumeClaimResize.js"
 import * as NamespaceLifecycle from "./NamespaceLifecycle.js"
 import * as NodePortAllocator from "./NodePortAllocator.js"
+import * as MemberRestriction from "./MemberRestriction.js"
 import * as NodeRestriction from "./NodeRestriction.js"
 import * as PodSecurity from "./PodSecurityAdmission.js"
 import * as RegionLabel from "./RegionLabel.js"
@@ -42,6 +43,7 @@ export * as IngressHostOwnership from "./IngressHostOwnership.js"
 export * as LimitRanger from "./LimitRanger.js"
 export * as NamespaceLifecycle from "./NamespaceLifecycle.js"
 export * as NodePortAllocator from "./NodePortAllocator.js"
+export * as MemberRestriction from "./MemberRestriction.js"
 export * as NodeRestriction from "./NodeRestriction.js"
 export * as PodSecurity from "./PodSecurityAdmission.js"
 export * as Priority from "./Priority.js"
@@ -55,6 +57,7 @@ export * as Webhooks from "./Webhooks.js"
 export const order: ReadonlyArray<string> = [
   NamespaceLifecycle.name,
   NodeRestriction.name,
+  MemberRestriction.name,
   CsrRequester.name,
   DefaultServiceAccount.name,
   PodSecurity.name,
@@ -103,6 +106,7 @@ export const make = (options: Options): Effect.Effect<ReadonlyArray<Admission.Pl
     return [
       NamespaceLifecycle.make(stored),
       NodeRestriction.make(),
+      MemberRestriction.make(),
       CsrRequester.make(),
       DefaultServiceAccount.make({ ...stored, ...options.serviceAccount }),
       PodSecurity.make({ ...stored, ...options.podSecurity }),

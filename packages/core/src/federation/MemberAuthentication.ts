@@ -2,11 +2,11 @@
  * A member's identity at the hub, from its client certificate: the HTTPS front verified the chain
  * against the hub's CA and passes the subject and serial on; here the subject must be a member's
  * (`CN=system:member:<name>`, `O=system:members`), its MemberCluster must exist and not be
- * deleting, and the serial must be the one the hub last issued to it (or the one before, while a
- * renewal is under way). So unjoining revokes at once, and so does a later join under the same
+ * deleting, and the serial must be the one the hub last issued to it (or, for ten minutes after
+ * a renewal, the one before: connections opened with it). So unjoining revokes at once, and so does a later join under the same
  * name: an old certificate is no longer the current one.
  */
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import * as ApiError from "../api/ApiError.js"
 import type { UserInfo } from "../api/Http.js"
 import { identity, type Transformer } from "../api/Transformer.js"
@@ -22,6 +22,9 @@ export interface Certificate {
   readonly organizations: ReadonlyArray<string>
   readonly serial: string
 }
+
+/** How long a renewed member's previous certificate is still accepted (connections opened with it). */
+export const previousGraceMs = 10 * 60_000
 
 const normal = (serial: string) => serial.toLowerCase().replace(/^0+/, "") || "0"
 
@@ -57,9 +60,14 @@ export const authenticate = (store: StoreService, certificate: Certificate, tran
       }
       if (asObject(mc["metadata"])["deletionTimestamp"] != null) return refused("the member is being removed")
       const cert = asObject(asObject(mc["status"])["certificate"])
-      const accepted = [asString(cert["serial"]), asString(cert["previousSerial"])].filter((s) => s !== "").map(normal)
-      if (!accepted.includes(normal(certificate.serial))) return refused("it is not the member's current certificate")
-      return Effect.succeed<UserInfo>({ name: certificate.commonName, uid: `member:${member}`, groups: [Federation.MembersGroup, "system:authenticated"] })
+      const presented = normal(certificate.serial)
+      const ok = Effect.succeed<UserInfo>({ name: certificate.commonName, uid: `member:${member}`, groups: [Federation.MembersGroup, "system:authenticated"] })
+      if (asString(cert["serial"]) !== "" && normal(asString(cert["serial"])) === presented) return ok
+      if (asString(cert["previousSerial"]) === "" || normal(asString(cert["previousSerial"])) !== presented) return refused("it is not the member's current certificate")
+      return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const rotated = Date.parse(asString(cert["rotatedAt"]))
+        return Number.isFinite(rotated) && now - rotated <= previousGraceMs ? ok : refused("it was replaced by a renewal more than 10 minutes ago")
+      })
     })
   )
 }

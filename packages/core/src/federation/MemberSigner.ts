@@ -47,6 +47,11 @@ export type Decision =
   | { readonly _tag: "Fail"; readonly reason: string; readonly message: string }
   | { readonly _tag: "Sign"; readonly member: string }
 
+/** Whether a request was made by the member itself, with its current certificate (a renewal). */
+const renewalBy = (c: Certificates.CertificateSigningRequest, commonName: string) => c.spec.username === commonName && (c.spec.groups ?? []).includes(Federation.MembersGroup)
+
+const renewal = (csr: Record<string, unknown>, member: string) => renewalBy(csr as unknown as Certificates.CertificateSigningRequest, `system:member:${member}`)
+
 /** Decide from the request and its inspected subject (undefined: not readable). */
 export const decide = (
   csr: JsonObject,
@@ -68,8 +73,8 @@ export const decide = (
   if (subject.organizations.length !== 1 || subject.organizations[0] !== Federation.MembersGroup) {
     return { _tag: "Fail", reason: "SubjectNotAllowed", message: `the organization must be exactly ${Federation.MembersGroup}` }
   }
+  const renewal = renewalBy(c, cn)
   const groups = c.spec.groups ?? []
-  const renewal = c.spec.username === cn && groups.includes(Federation.MembersGroup)
   const joining = groups.includes("system:bootstrappers") || groups.includes("system:masters")
   if (!renewal && !joining) return { _tag: "Fail", reason: "RequesterNotAllowed", message: `only a join-token holder or the member itself may ask for ${cn}` }
   if (decision === undefined) {
@@ -173,7 +178,9 @@ export const reconciler = (options: Options): Controller.Reconciler => ({
               undefined,
               member,
               "merge",
-              { status: { conditions: [...others, joined], certificate: { ...certificate, ...(previous["serial"] === undefined ? {} : { previousSerial: previous["serial"] }) } } },
+              // A renewal keeps the certificate it replaces usable for a while (connections open
+              // with it); a new join through a token makes every earlier one worthless at once.
+              { status: { conditions: [...others, joined], certificate: { ...certificate, ...(renewal(csr, member) && previous["serial"] !== undefined ? { previousSerial: previous["serial"], rotatedAt: now } : { previousSerial: null, rotatedAt: null }) } } },
               "status"
             )
           }

@@ -99,7 +99,8 @@ export const MemberClusterStatus = Schema.Struct({
   apiEnablements: optional(Schema.Array(Schema.String)),
   lastHeartbeatTime: optional(Time),
   /** The member's certificate: serial, and when it expires (renewed before). */
-  certificate: optional(Schema.Struct({ serial: optional(Schema.String), notAfter: optional(Time), previousSerial: optional(Schema.String) }))
+  /** The certificates the hub accepts from it: `serial`, and `previousSerial` until `rotatedAt` + MemberAuthentication.previousGraceMs. */
+  certificate: optional(Schema.Struct({ serial: optional(Schema.String), notAfter: optional(Time), previousSerial: optional(Schema.String), rotatedAt: optional(Time) }))
 })
 
 /** A MemberCluster status. */

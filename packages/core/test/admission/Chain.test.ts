@@ -15,6 +15,7 @@ describe("the default chain", () => {
     expect(AdmissionPlugins.order).toEqual([
       "NamespaceLifecycle",
       "NodeRestriction",
+      "MemberRestriction",
       "CertificateRequester",
       "DefaultServiceAccount",
       "PodSecurity",
