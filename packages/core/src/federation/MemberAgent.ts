@@ -21,6 +21,8 @@ import { Clock, Duration, Effect, Schedule, type Scope } from "effect"
 import type * as ApiError from "../api/ApiError.js"
 import type * as Client from "../client/Client.js"
 import * as Informer from "../informer/Informer.js"
+import * as FleetMetrics from "../observability/FleetMetrics.js"
+import * as MetricRegistry from "../observability/MetricRegistry.js"
 import * as Federation from "../model/Federation.js"
 import { asArray, asObject, asString, type JsonObject } from "../object/Json.js"
 import { generationOf, labelsOf, metadataOf, nameOf, resourceVersionOf } from "../object/Metadata.js"
@@ -202,17 +204,23 @@ export const run = (options: Options): Effect.Effect<void, never, Scope.Scope> =
     // Heartbeat and status: together every heartbeat, and soon after a local change.
     const beat = Effect.all([heartbeat(options).pipe(Effect.catchAll(report("heartbeat"))), reportStatus(options, local).pipe(Effect.catchAll(report("status")))], { discard: true })
     yield* Effect.forkScoped(Effect.repeat(beat, Schedule.spaced(Duration.millis(options.heartbeatMs ?? defaultHeartbeatMs))))
-    let dirty = false
+    // Staleness, measured where both ends are on one clock: the first change not yet reported → its report acknowledged.
+    const sync = FleetMetrics.federation(yield* MetricRegistry.MetricRegistry).statusSync.labels(options.member)
+    let dirtySince: number | undefined
     for (const i of [local.for(ResourceRefs.Node), local.for(ResourceRefs.Pod)]) {
-      const off = i.subscribe(() => (dirty = true))
+      const off = i.subscribe(() => (dirtySince ??= performance.now()))
       yield* Effect.addFinalizer(() => Effect.sync(off))
     }
     yield* Effect.forkScoped(
       Effect.repeat(
         Effect.suspend(() => {
-          if (!dirty) return Effect.void
-          dirty = false
-          return reportStatus(options, local).pipe(Effect.catchAll(report("status")))
+          const since = dirtySince
+          if (since === undefined) return Effect.void
+          dirtySince = undefined
+          return reportStatus(options, local).pipe(
+            Effect.tap(() => Effect.sync(() => sync.observe((performance.now() - since) / 1000))),
+            Effect.catchAll((e) => Effect.zipRight(Effect.sync(() => (dirtySince ??= since)), report("status")(e)))
+          )
         }),
         Schedule.spaced(Duration.millis(options.statusDebounceMs ?? 300))
       )

@@ -10,6 +10,8 @@
  */
 import { Clock, Effect } from "effect"
 import * as Federation from "../model/Federation.js"
+import * as FleetMetrics from "../observability/FleetMetrics.js"
+import * as MetricRegistry from "../observability/MetricRegistry.js"
 import { asArray, asObject, asString, type JsonObject } from "../object/Json.js"
 import { nameOf, resourceVersionOf, timeMs } from "../object/Metadata.js"
 import * as ResourceRefs from "../object/ResourceRefs.js"
@@ -81,7 +83,19 @@ export const decide = (mc: JsonObject, lease: JsonObject | undefined, nowMs: num
 }
 
 /** The controller: one key per member. */
-export const reconciler = (options: Options = {}): Controller.Reconciler => ({
+export const reconciler = (options: Options = {}): Controller.Reconciler => {
+  // Each member's last report, for the status-age gauge computed at every scrape.
+  const lastReport = new Map<string, number>()
+  let collecting = false
+  const collect = (registry: MetricRegistry.Registry) => {
+    if (collecting) return
+    collecting = true
+    FleetMetrics.federation(registry).statusAge.collect((add) => {
+      const now = Date.now()
+      for (const [member, at] of lastReport) add([member], Math.max(0, (now - at) / 1000))
+    })
+  }
+  return {
   name: "member-health",
   primary: ResourceRefs.MemberCluster,
   watches: [
@@ -97,8 +111,14 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => ({
   resync: { everyMs: 5_000, keys: (informers) => informers.for(ResourceRefs.MemberCluster).list().map(nameOf) },
   reconcile: (name, ctx) =>
     Effect.gen(function* () {
+      collect(yield* MetricRegistry.MetricRegistry)
       const mc = ctx.informers.for(ResourceRefs.MemberCluster).get(undefined, name)
-      if (mc === undefined) return
+      if (mc === undefined) {
+        lastReport.delete(name)
+        return
+      }
+      const reported = Date.parse(asString(asObject(mc["status"])["lastHeartbeatTime"]))
+      if (Number.isFinite(reported)) lastReport.set(name, reported)
       const lease = ctx.informers.for(ResourceRefs.Lease).get(Federation.memberNamespace(name), LeaseName)
       const now = yield* Clock.currentTimeMillis
       const d = decide(mc, lease, now, options)
@@ -114,4 +134,5 @@ export const reconciler = (options: Options = {}): Controller.Reconciler => ({
       }
       return d.requeueAfterMs === undefined ? undefined : { requeueAfterMs: d.requeueAfterMs }
     })
-})
+  }
+}

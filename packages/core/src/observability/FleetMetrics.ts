@@ -133,3 +133,21 @@ export const leader = (r: Registry) => ({
     labelNames: ["name"]
   })
 })
+
+/** Federation status sync buckets (seconds): a debounce of 300 ms up to a missed heartbeat or two. */
+export const federationBuckets: ReadonlyArray<number> = [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 40, 60]
+
+/** Federation's series: how fresh the hub's view of each member is. */
+export const federation = (r: Registry) => ({
+  statusSync: r.histogram({
+    name: "fleet_federation_status_sync_duration_seconds",
+    help: "On a member: from a change of its nodes or pods to the hub acknowledging the status that reports it, in seconds.",
+    labelNames: ["member"],
+    buckets: federationBuckets
+  }),
+  statusAge: r.gauge({
+    name: "fleet_federation_member_status_age_seconds",
+    help: "On the hub: seconds since each member last reported its status (its heartbeat).",
+    labelNames: ["member"]
+  })
+})

@@ -65,7 +65,7 @@ describe("MemberRestriction", () => {
     status
   })
   const taint = { key: "federation.fleet.koder.dev/unreachable", effect: "NoSchedule" }
-  const resource = { group: Federation.Group, version: Federation.Version, plural: "memberclusters" }
+  const resource = { group: Federation.Group, version: Federation.Version, plural: "memberclusters" } as unknown as Parameters<typeof MemberRestriction.decide>[0]["resource"]
 
   it.each([
     ["a member reports its status", member, "status", mc({}, { nodeCount: 1 }), mc({}, { nodeCount: 3 }), undefined],

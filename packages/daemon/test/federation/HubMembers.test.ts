@@ -44,7 +44,7 @@ describe("koder-fleet hub with two pull members and a push member", () => {
   const condition = (mc: Json, type: string) => (mc["status"]?.conditions ?? []).find((c: Json) => c.type === type)
 
   const startHub = async (port = 0) => {
-    hub = await start(["--data-dir", join(dir, "hub"), "--listen", `127.0.0.1:${port}`, "--metrics-listen", "off", "--member-grace-period", "12s"], "hub")
+    hub = await start(["--data-dir", join(dir, "hub"), "--listen", `127.0.0.1:${port}`, "--metrics-listen", "127.0.0.1:0", "--member-grace-period", "12s"], "hub")
     const creds = credentials(hub.kubeconfig)
     token = creds.token
     http = client(hub.port, creds.ca)
@@ -52,7 +52,7 @@ describe("koder-fleet hub with two pull members and a push member", () => {
 
   const startMember = async (name: string, region: string, joined = true) => {
     members[name] = await start(
-      ["--listen", "127.0.0.1:0", "--node-name", `${name}-node`, "--metrics-listen", "off", "--dns-listen", "off", "--ingress-listen", "off", "--ingress-tls-listen", "off", "--region", region, ...(joined ? ["--member-name", name, ...joinArgs] : [])],
+      ["--listen", "127.0.0.1:0", "--node-name", `${name}-node`, "--metrics-listen", "127.0.0.1:0", "--dns-listen", "off", "--ingress-listen", "off", "--ingress-tls-listen", "off", "--region", region, ...(joined ? ["--member-name", name, ...joinArgs] : [])],
       "dev",
       { FLEET_DATA_DIR: join(dir, name) },
       60_000
@@ -110,6 +110,18 @@ describe("koder-fleet hub with two pull members and a push member", () => {
     const table = await kubectl(hub.kubeconfig, "get", "memberclusters", "--no-headers")
     expect(table).toMatch(/^east\s+True\s+Pull\s+eu\s+1\s+/m)
     expect(table).toMatch(/^west\s+True\s+Pull\s+us\s+1\s+/m)
+    // How fresh the hub's view is: the member measures its reports' round trip, the hub their age.
+    const scrape = async (p: FleetProcess, kubeconfig: string) => {
+      const port = /metrics on http:\/\/127\.0\.0\.1:(\d+)\/metrics/.exec(p.stdout())![1]
+      const r = await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: `Bearer ${credentials(kubeconfig).token}` } })
+      return r.text()
+    }
+    const series = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1] ?? NaN)
+    const age = series(await scrape(hub, hub.kubeconfig), 'fleet_federation_member_status_age_seconds\\{member="east"\\}')
+    expect(age).toBeGreaterThanOrEqual(0)
+    expect(age).toBeLessThan(12)
+    await kubectl(members["east"]!.kubeconfig, "label", "node", "east-node", "probe=1")
+    await eventually(async () => (series(await scrape(members["east"]!, members["east"]!.kubeconfig), 'fleet_federation_status_sync_duration_seconds_count\\{member="east"\\}') > 0 ? true : undefined), 10_000, "east's status sync measured")
     expect(await kfleet("federation", "members")).toMatch(/^NAME\s+READY\s+MODE\s+REGION\s+NODES\s+CPU\s+MEMORY\s+AGE\n(.*\n)?east\s+True\s+Pull\s+eu\s+1\s+\S+\/\d+\s+/m)
   }, 120_000)
 
