@@ -199,6 +199,8 @@ interface State {
   readonly requests: Set<Fiber.RuntimeFiber<void>>
   /** Watches (and followed logs) being served. */
   readonly watches: Set<Fiber.RuntimeFiber<void>>
+  /** Sockets handed to a WebSocket session: no longer the HTTP server's to close. */
+  readonly upgraded: Set<Duplex>
   /** Core's handler, once `serve` was called. */
   handle: Handle | undefined
   /** Shutdown has begun. */
@@ -303,6 +305,8 @@ const onUpgrade = (state: State, req: IncomingMessage, socket: Duplex, head: Buf
     return WebSocketUpgrade.refuse(socket, 429, Status.tooManyRequests(`Too many requests: this client already has ${state.limits.maxWatches} concurrent watches and streams, please try again later.`, 1), { "retry-after": "1" })
   }
   socket.once("close", release)
+  state.upgraded.add(socket)
+  socket.once("close", () => state.upgraded.delete(socket))
   const program = Effect.gen(function* () {
     const response = yield* Effect.timeoutTo(serve({ method: req.method ?? "GET", path: url.path, query: url.query, headers: lowerCaseHeaders(req), body: undefined, client }), {
       duration: state.timeout,
@@ -317,7 +321,11 @@ const onUpgrade = (state: State, req: IncomingMessage, socket: Duplex, head: Buf
     if (socket.destroyed) return
     const ws = yield* Effect.promise(() => state.upgrader.accept(req, socket, head, response.protocol))
     const messages = WebSocketUpgrade.messageSocket(ws)
-    yield* response.serve(messages).pipe(Effect.ensuring(Effect.sync(() => messages.close(1000))))
+    // A shutdown ends sessions as it ends watches: at once, not after the drain's wait.
+    yield* response.serve(messages).pipe(
+      Effect.raceFirst(Deferred.await(state.streams.stopping)),
+      Effect.ensuring(Effect.sync(() => messages.close(1000)))
+    )
   }).pipe(
     Effect.catchAllCause((cause) =>
       Effect.sync(() => {
@@ -357,6 +365,7 @@ export const make = (options: Options): Effect.Effect<HttpServer, ListenError, S
       },
       requests: new Set(),
       watches: new Set(),
+      upgraded: new Set(),
       handle: undefined,
       draining: false,
       upgrader: WebSocketUpgrade.make()
@@ -371,7 +380,7 @@ export const make = (options: Options): Effect.Effect<HttpServer, ListenError, S
       if (state.draining) return Deferred.await(finished)
       state.draining = true
       const { requests, watches } = state
-      return ServerDrain.drain({ server, stopping: state.streams.stopping, watches, requests, shutdownGrace: limits.shutdownGrace }).pipe(
+      return ServerDrain.drain({ server, stopping: state.streams.stopping, watches, requests, upgraded: state.upgraded, shutdownGrace: limits.shutdownGrace }).pipe(
         Effect.ensuring(Deferred.succeed(finished, undefined))
       )
     })

@@ -14,12 +14,23 @@ export interface Draining {
   readonly watches: Set<Fiber.RuntimeFiber<void>>
   /** Other requests being served (they get `shutdownGrace`). */
   readonly requests: Set<Fiber.RuntimeFiber<void>>
+  /**
+   * Sockets of WebSocket sessions (exec, attach, port-forward, members' tunnels): the HTTP server
+   * no longer closes them, and its close waits for them, so the drain destroys what is left of them.
+   */
+  readonly upgraded: ReadonlySet<{ destroy: () => void }>
   readonly shutdownGrace: Duration.DurationInput
 }
 
-/** Wait for `fibers` up to `within`, then interrupt those left. */
+/**
+ * Wait for `fibers` up to `within`, then interrupt those left. The wait itself is interruptible:
+ * a drain runs in a finalizer or an interruption handler (uninterruptible regions), where a
+ * timeout could not otherwise cut it short, and a session that never ends by itself (a member's
+ * tunnel, an exec) would hold the shutdown until the hard deadline.
+ */
 const awaitAll = (fibers: Set<Fiber.RuntimeFiber<void>>, within: Duration.DurationInput) =>
   Fiber.awaitAll([...fibers]).pipe(
+    Effect.interruptible,
     Effect.timeout(within),
     Effect.catchAll(() => Fiber.interruptAll([...fibers]))
   )
@@ -48,5 +59,6 @@ export const drain = (d: Draining): Effect.Effect<void> =>
       yield* Effect.sleep("20 millis")
     }
     server.closeAllConnections()
+    for (const socket of [...d.upgraded]) socket.destroy()
     yield* Deferred.await(allClosed)
   })
