@@ -11,7 +11,7 @@
  *                      flattened) into a Secret and a Push MemberCluster, so the hub dials it;
  *                      without: a join token and the command the member runs (pull mode)
  */
-import { Certificates, Federation } from "@koder/fleet-core"
+import { Certificates, Federation, Metadata } from "@koder/fleet-core"
 import type { Command } from "commander"
 import { createHash, X509Certificate } from "node:crypto"
 import { Effect } from "effect"
@@ -66,7 +66,7 @@ const decide = (s: Session, t: Terminal, member: string, approve: boolean) =>
   Effect.gen(function* () {
     const pending = yield* pendingOf(s, member)
     if (pending.length === 0) return yield* Effect.fail(new CliError({ message: `member ${member} has no pending certificate request (its server asks when started with --join-hub)`, exitCode: 1 }))
-    const now = new Date().toISOString().replace(/\.\d+Z$/, "Z")
+    const now = Metadata.rfc3339(Date.now())
     for (const csr of pending) {
       const conditions = [
         ...arr(obj(csr["status"])["conditions"]),

@@ -25,7 +25,7 @@ import * as FleetMetrics from "../observability/FleetMetrics.js"
 import * as MetricRegistry from "../observability/MetricRegistry.js"
 import * as Federation from "../model/Federation.js"
 import { asArray, asObject, asString, type JsonObject } from "../object/Json.js"
-import { generationOf, labelsOf, metadataOf, nameOf, resourceVersionOf } from "../object/Metadata.js"
+import { generationOf, labelsOf, metadataOf, nameOf, resourceVersionOf, rfc3339 } from "../object/Metadata.js"
 import * as ResourceRefs from "../object/ResourceRefs.js"
 import * as MemberHealth from "./MemberHealth.js"
 import * as MemberStatus from "./MemberStatus.js"
@@ -46,7 +46,6 @@ export interface Options {
   readonly onError?: (message: string) => void
 }
 
-const iso = (ms: number) => new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(".000Z", "Z")
 const isoMicro = (ms: number) => new Date(ms).toISOString().replace("Z", "000Z")
 const notFound = (e: ApiError.ApiError) => e.status.code === 404
 
@@ -77,7 +76,7 @@ const reportStatus = (options: Options, informers: Informer.Informers) =>
   Effect.gen(function* () {
     const summary = MemberStatus.summarize(informers.for(ResourceRefs.Node).list(), informers.for(ResourceRefs.Pod).list())
     const mc = yield* options.hub.get(ResourceRefs.MemberCluster, undefined, options.member)
-    const now = iso(yield* Clock.currentTimeMillis)
+    const now = rfc3339(yield* Clock.currentTimeMillis)
     const conditions = asArray(asObject(mc["status"])["conditions"]).map(asObject)
     const ready = summary.readyNodeCount > 0
     const before = conditions.find((c) => c["type"] === "Ready")
@@ -140,7 +139,7 @@ const syncWork = (options: Options, work: JsonObject, applied: Map<string, Appli
       for (const gone of previous.filter((p) => !ids.some((id) => WorkApply.sameObject(id, p)))) yield* deleteOwned(options, name, gone)
       applied.set(name, { generation, objects: ids })
     }
-    const now = iso(yield* Clock.currentTimeMillis)
+    const now = rfc3339(yield* Clock.currentTimeMillis)
     const manifestConditions = results.map((r) => {
       const a = r.live === undefined ? undefined : WorkApply.availability(r.live)
       return {

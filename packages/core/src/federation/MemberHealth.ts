@@ -13,7 +13,7 @@ import * as Federation from "../model/Federation.js"
 import * as FleetMetrics from "../observability/FleetMetrics.js"
 import * as MetricRegistry from "../observability/MetricRegistry.js"
 import { asArray, asObject, asString, type JsonObject } from "../object/Json.js"
-import { nameOf, resourceVersionOf, timeMs } from "../object/Metadata.js"
+import { nameOf, resourceVersionOf, rfc3339, timeMs } from "../object/Metadata.js"
 import * as ResourceRefs from "../object/ResourceRefs.js"
 import type * as Controller from "../controllers/Controller.js"
 
@@ -45,7 +45,6 @@ const conditionOf = (mc: JsonObject, type: string): Federation.Condition | undef
     .map((c) => asObject(c) as unknown as Federation.Condition)
     .find((c) => c.type === type)
 
-const iso = (ms: number) => new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(".000Z", "Z")
 
 /** The decision for one member from its lease (undefined: none yet) at `nowMs` (pure). */
 export const decide = (mc: JsonObject, lease: JsonObject | undefined, nowMs: number, options: Options = {}): Decision => {
@@ -74,10 +73,10 @@ export const decide = (mc: JsonObject, lease: JsonObject | undefined, nowMs: num
         : others
       : current?.key === wantTaint.key
         ? undefined
-        : [...others, { ...wantTaint, timeAdded: iso(nowMs) }]
+        : [...others, { ...wantTaint, timeAdded: rfc3339(nowMs) }]
   const readyChange =
     wantReady !== undefined && (ready?.status !== wantReady.status || ready.reason !== wantReady.reason)
-      ? { ...wantReady, lastTransitionTime: ready?.status === wantReady.status ? ready.lastTransitionTime ?? iso(nowMs) : iso(nowMs) }
+      ? { ...wantReady, lastTransitionTime: ready?.status === wantReady.status ? ready.lastTransitionTime ?? rfc3339(nowMs) : rfc3339(nowMs) }
       : undefined
   return { ready: readyChange, taints: nextTaints, requeueAfterMs: stale ? undefined : Math.max(1000, since + grace - nowMs + 50) }
 }

@@ -24,7 +24,7 @@ import * as Certificates from "../model/Certificates.js"
 import * as Federation from "../model/Federation.js"
 import * as Validation from "../model/Validation.js"
 import { asArray, asObject, asString, type JsonObject } from "../object/Json.js"
-import { annotationsOf, resourceVersionOf } from "../object/Metadata.js"
+import { annotationsOf, resourceVersionOf, rfc3339 } from "../object/Metadata.js"
 import * as ResourceRefs from "../object/ResourceRefs.js"
 import type * as Controller from "../controllers/Controller.js"
 
@@ -92,7 +92,6 @@ const namespaceObject = (member: string): JsonObject => ({
   metadata: { name: Federation.memberNamespace(member), labels: { [Federation.MemberLabel]: member } }
 })
 
-const iso = (ms: number) => new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(".000Z", "Z")
 
 const ignoreConflict = <A>(e: Effect.Effect<A, ApiError.ApiError>) =>
   e.pipe(
@@ -125,7 +124,7 @@ export const reconciler = (options: Options): Controller.Reconciler => ({
       const subject = yield* Effect.either(options.signer.inspect(pem))
       const members = ctx.informers.for(ResourceRefs.MemberCluster)
       const d = decide(csr, subject._tag === "Right" ? subject.right : subject.left, (m) => members.get(undefined, m) !== undefined, options.autoApprove)
-      const now = iso(yield* Clock.currentTimeMillis)
+      const now = rfc3339(yield* Clock.currentTimeMillis)
       const conditions = asArray(asObject(csr["status"])["conditions"]).map(asObject)
       switch (d._tag) {
         case "None":

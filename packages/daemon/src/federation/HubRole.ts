@@ -67,10 +67,10 @@ export const parse = (args: ReadonlyArray<string>, env: Readonly<Record<string, 
   ]
   let gracePeriodMs = 40_000
   if (grace !== undefined) {
-    const d = Duration.decodeUnknown(grace.replace(/^(\d+)s$/, "$1 seconds").replace(/^(\d+)m$/, "$1 minutes").replace(/^(\d+)ms$/, "$1 millis"))
+    const d = Server.parseDuration("--member-grace-period", grace)
     // Members renew every 10 s: a shorter grace would call every member unreachable between beats.
-    if (d._tag === "None" || Duration.toMillis(d.value) < 11_000) return Either.left({ message: `--member-grace-period ${JSON.stringify(grace)}: expected a duration longer than a member's 10 s heartbeat (e.g. 40s, 2m)` })
-    gracePeriodMs = Duration.toMillis(d.value)
+    if (Either.isLeft(d) || Duration.toMillis(d.right) < 11_000) return Either.left({ message: `--member-grace-period ${JSON.stringify(grace)}: expected a duration longer than a member's 10 s heartbeat (e.g. 40s, 2m)` })
+    gracePeriodMs = Duration.toMillis(d.right)
   }
   return Either.map(Server.parseFlags([...defaults, ...rest], env), (config) => ({ ...config, hub: { gracePeriodMs, ...(autoApprove === undefined ? {} : { autoApprove }) } }))
 }

@@ -9,7 +9,7 @@
  * users, for the proxy), and the hub's creates the MemberCluster and its Secret. A changed spec or
  * Secret restarts the member's agent with the new settings; a deleted entry stops it.
  */
-import { Client, Federation, Informer, type MemberConnections, MemberAgent, ResourceRefs } from "@koder/fleet-core"
+import { Client, Federation, Informer, type MemberConnections, MemberAgent, Metadata, ResourceRefs } from "@koder/fleet-core"
 import { Duration, Effect, Exit, Schedule, Scope } from "effect"
 import { Agent as UndiciAgent, fetch as undiciFetch, request as undiciRequest } from "undici"
 import { parse } from "yaml"
@@ -115,7 +115,7 @@ const joined = (hub: Client.Client, member: string, ok: boolean, reason: string,
       const before = (status.conditions ?? []).find((c) => c["type"] === "Joined")
       const want = ok ? "True" : "False"
       if (before?.["status"] === want && before["reason"] === reason) return Effect.void
-      const condition = { type: "Joined", status: want, reason, message, lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, "Z") }
+      const condition = { type: "Joined", status: want, reason, message, lastTransitionTime: Metadata.rfc3339(Date.now()) }
       return hub.patch(ResourceRefs.MemberCluster, undefined, member, "merge", { status: { conditions: [...(status.conditions ?? []).filter((c) => c["type"] !== "Joined"), condition] } }, "status")
     }),
     Effect.ignore
