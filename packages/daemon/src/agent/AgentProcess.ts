@@ -91,10 +91,10 @@ export interface Running {
 /** The file a joined node keeps its token in. */
 export const tokenFile = (dataDir: string): string => join(dataDir, "node-token")
 
-/** A fetch that trusts `ca` (undici, so the CA applies to this client only). */
-export const fetchTrusting = (ca: string | undefined): typeof globalThis.fetch => {
-  if (ca === undefined) return globalThis.fetch
-  const dispatcher = new UndiciAgent({ connect: { ca } })
+/** A fetch that trusts `ca` and, given one, presents a client certificate (undici, so both apply to this client only). */
+export const fetchTrusting = (ca: string | undefined, identity?: { readonly cert: string; readonly key: string }): typeof globalThis.fetch => {
+  if (ca === undefined && identity === undefined) return globalThis.fetch
+  const dispatcher = new UndiciAgent({ connect: { ...(ca === undefined ? {} : { ca }), ...(identity === undefined ? {} : { cert: identity.cert, key: identity.key }) } })
   return ((input: string, init?: RequestInit) => undiciFetch(input, { ...(init as object), dispatcher })) as unknown as typeof globalThis.fetch
 }
 

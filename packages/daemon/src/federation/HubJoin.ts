@@ -17,7 +17,7 @@ import { Duration, Effect, Schedule, type Scope } from "effect"
 import { X509Certificate, randomBytes } from "node:crypto"
 import { mkdir } from "node:fs/promises"
 import { join } from "node:path"
-import { Agent as UndiciAgent, fetch as undiciFetch } from "undici"
+import * as AgentProcess from "../agent/AgentProcess.js"
 import { discoverCa, publicKeyHash } from "../agent/AgentRole.js"
 import { readIfExists, writeAtomic } from "../internal/files.js"
 import * as MemberCertificates from "./MemberCertificates.js"
@@ -38,11 +38,6 @@ export interface Settings {
 const files = (dataDir: string) => {
   const dir = join(dataDir, "hub")
   return { dir, key: join(dir, "member.key"), cert: join(dir, "member.crt"), ca: join(dir, "hub-ca.crt") }
-}
-
-const fetchWith = (ca: string, identity?: { readonly cert: string; readonly key: string }): typeof globalThis.fetch => {
-  const dispatcher = new UndiciAgent({ connect: { ca, ...(identity === undefined ? {} : { cert: identity.cert, key: identity.key }) } })
-  return ((input: string, init?: RequestInit) => undiciFetch(input, { ...(init as object), dispatcher })) as unknown as typeof globalThis.fetch
 }
 
 const log = (message: string) => console.log(`koder-fleet server: hub: ${message}`)
@@ -116,7 +111,7 @@ export const run = (settings: Settings, options: {
     if (identity !== undefined && remainingFraction(identity.cert, Date.now()) <= 0) identity = undefined
     if (identity === undefined) {
       if (settings.token === undefined) return yield* Effect.die(new Error("not joined yet: give --hub-token (printed by koder-fleet hub)"))
-      const bootstrap = Client.make({ server: settings.hub, token: settings.token, fetch: fetchWith(ca) })
+      const bootstrap = Client.make({ server: settings.hub, token: settings.token, fetch: AgentProcess.fetchTrusting(ca) })
       identity = yield* obtain(bootstrap, settings, options.region).pipe(Effect.orDie)
       yield* Effect.promise(async () => {
         await mkdir(f.dir, { recursive: true, mode: 0o700 })
@@ -126,7 +121,7 @@ export const run = (settings: Settings, options: {
       log(`joined as member ${settings.member}`)
     }
     // The certificate in use can change under a running client (renewal).
-    let current = fetchWith(ca, identity)
+    let current = AgentProcess.fetchTrusting(ca, identity)
     const hub = Client.make({ server: settings.hub, fetch: ((input: string, init?: RequestInit) => current(input, init)) as typeof globalThis.fetch })
     // Renewal: a third of the lifetime left ─▶ a new request, made with the current certificate.
     yield* Effect.forkScoped(
@@ -139,7 +134,7 @@ export const run = (settings: Settings, options: {
                 await writeAtomic(f.key, next.key, 0o600)
                 await writeAtomic(f.cert, next.cert, 0o644)
                 identity = next
-                current = fetchWith(ca, next)
+                current = AgentProcess.fetchTrusting(ca, next)
                 log("certificate renewed")
               })
             ),
