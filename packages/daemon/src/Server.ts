@@ -7,7 +7,7 @@
  *         ─▶ Bootstrap.publish (kubeconfig) ─▶ "listening" line ─▶ wait to be interrupted ─▶ drain
  */
 import { isIP } from "node:net"
-import { AdmissionPlugins, ApiServer, PodCidr, Binding, Client, Controllers, CsrApproval, Eviction, FlowControl, type Http, InProcess, MemberAuthentication, MemberAuthorizer, MetricsApi, MetricsSource, NodeAccess, Placement, PodExec, PodLog, PodProcessMetrics, PodStreams, Registry, type Store } from "@koder/fleet-core"
+import { AdmissionPlugins, ApiServer, Authn, PodCidr, Binding, Client, Controllers, CsrApproval, Eviction, FlowControl, type Http, InProcess, MemberAuthentication, MemberAuthorizer, MetricsApi, MetricsSource, NodeAccess, Placement, PodExec, PodLog, PodProcessMetrics, PodStreams, Registry, type Store } from "@koder/fleet-core"
 import { PgStore } from "@koder/fleet-store-pg"
 import { SqliteStore } from "@koder/fleet-store-sqlite"
 import { Cause, Duration, Effect, Either, Exit, Scope } from "effect"
@@ -338,7 +338,7 @@ export const loopbackClient = (handle: InProcess.Handle, token: string, client: 
 const memberOrUser = (store: Store.StoreService, security: Security.Security, headers: Readonly<Record<string, string | undefined>>) => {
   const certificate = MemberAuthentication.parse(headers[HttpServer.clientCertificateHeader])
   if (certificate === undefined) return security.authenticate(headers)
-  return Effect.flatMap(MemberAuthentication.authenticate(store, certificate, security.transformer), (member) => (member !== undefined ? Effect.succeed(member) : security.authenticate(headers)))
+  return Effect.flatMap(MemberAuthentication.authenticate(store, certificate, security.transformer, Authn.bearer(headers)), (member) => (member !== undefined ? Effect.succeed(member) : security.authenticate(headers)))
 }
 
 /** Join the hub and run the member agent beside the control plane (in-process, as the control plane). */

@@ -8,6 +8,7 @@
  */
 import { Clock, Effect } from "effect"
 import * as ApiError from "../api/ApiError.js"
+import * as Authn from "../api/Authn.js"
 import type { UserInfo } from "../api/Http.js"
 import { identity, type Transformer } from "../api/Transformer.js"
 import * as Federation from "../model/Federation.js"
@@ -43,7 +44,7 @@ export const parse = (value: string | undefined): Certificate | undefined => {
  * The member a certificate authenticates (undefined: not a member's certificate, let other
  * authenticators try); fails 401 for a member certificate the hub no longer accepts.
  */
-export const authenticate = (store: StoreService, certificate: Certificate, transformer: Transformer = identity): Effect.Effect<UserInfo | undefined, ApiError.ApiError> => {
+export const authenticate = (store: StoreService, certificate: Certificate, transformer: Transformer = identity, token?: string): Effect.Effect<UserInfo | undefined, ApiError.ApiError> => {
   const user = { name: certificate.commonName, groups: certificate.organizations }
   const member = Federation.memberOf(user)
   if (member === undefined || certificate.organizations.length !== 1) return Effect.succeed(undefined)
@@ -61,7 +62,15 @@ export const authenticate = (store: StoreService, certificate: Certificate, tran
       if (asObject(mc["metadata"])["deletionTimestamp"] != null) return refused("the member is being removed")
       const cert = asObject(asObject(mc["status"])["certificate"])
       const presented = normal(certificate.serial)
-      const ok = Effect.succeed<UserInfo>({ name: certificate.commonName, uid: `member:${member}`, groups: [Federation.MembersGroup, "system:authenticated"] })
+      const user = Effect.succeed<UserInfo>({ name: certificate.commonName, uid: `member:${member}`, groups: [Federation.MembersGroup, "system:authenticated"] })
+      // The member's own token beside its certificate, when it gave the hub one to want.
+      const wanted = asString(cert["tokenHash"])
+      const ok =
+        wanted === ""
+          ? user
+          : token === undefined
+            ? refused("its member token is missing")
+            : Effect.flatMap(Authn.hashToken(token), (hash) => (Authn.constantTimeEqual(hash, wanted) ? user : refused("its member token is wrong")))
       if (asString(cert["serial"]) !== "" && normal(asString(cert["serial"])) === presented) return ok
       if (asString(cert["previousSerial"]) === "" || normal(asString(cert["previousSerial"])) !== presented) return refused("it is not the member's current certificate")
       return Effect.flatMap(Clock.currentTimeMillis, (now) => {

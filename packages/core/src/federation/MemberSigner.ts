@@ -31,6 +31,12 @@ import type * as Controller from "../controllers/Controller.js"
 /** The request annotations a member sets for its MemberCluster. */
 export const RegionAnnotation = `${Federation.Group}/region`
 export const ZoneAnnotation = `${Federation.Group}/zone`
+/**
+ * On a member's request: the hash (`sha256:<hex>`) of a token the member made and keeps; the hub
+ * records it and from then on wants that token beside the certificate (a stolen key alone is not
+ * the member). Only a hash travels; a renewal without it keeps the recorded one.
+ */
+export const TokenHashAnnotation = `${Federation.Group}/token-hash`
 
 /** What the daemon's CA does for the controller. */
 export interface Signer {
@@ -159,7 +165,9 @@ export const reconciler = (options: Options): Controller.Reconciler => ({
           yield* ignoreConflict(ctx.client.create(namespaceObject(member)))
           const existing = members.get(undefined, member)
           const a = annotationsOf(csr)
-          const certificate = { serial: issued.right.serial, notAfter: issued.right.notAfter }
+          const offered = a[TokenHashAnnotation] ?? ""
+          const tokenHash = /^sha256:[0-9a-f]{64}$/.test(offered) ? offered : renewal(csr, member) ? undefined : null
+          const certificate = { serial: issued.right.serial, notAfter: issued.right.notAfter, ...(tokenHash === undefined ? {} : { tokenHash }) }
           const joined = { type: "Joined", status: "True", reason: "CertificateIssued", message: `certificate ${issued.right.serial} issued from ${name}`, lastTransitionTime: now }
           if (existing === undefined) {
             const created = yield* ctx.client.create({

@@ -99,8 +99,12 @@ export const MemberClusterStatus = Schema.Struct({
   apiEnablements: optional(Schema.Array(Schema.String)),
   lastHeartbeatTime: optional(Time),
   /** The member's certificate: serial, and when it expires (renewed before). */
-  /** The certificates the hub accepts from it: `serial`, and `previousSerial` until `rotatedAt` + MemberAuthentication.previousGraceMs. */
-  certificate: optional(Schema.Struct({ serial: optional(Schema.String), notAfter: optional(Time), previousSerial: optional(Schema.String), rotatedAt: optional(Time) }))
+  /**
+   * The certificates the hub accepts from it: `serial`, and `previousSerial` until `rotatedAt` +
+   * MemberAuthentication.previousGraceMs; `tokenHash`: the member's own token (`sha256:<hex>`),
+   * presented with the certificate on every request.
+   */
+  certificate: optional(Schema.Struct({ serial: optional(Schema.String), notAfter: optional(Time), previousSerial: optional(Schema.String), rotatedAt: optional(Time), tokenHash: optional(Schema.String) }))
 })
 
 /** A MemberCluster status. */

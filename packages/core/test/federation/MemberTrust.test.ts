@@ -5,7 +5,7 @@
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { MemberRestriction } from "../../src/admission/index.js"
-import { Federation, MemberAuthentication } from "../../src/index.js"
+import { Authn, Federation, MemberAuthentication } from "../../src/index.js"
 import * as Keys from "../../src/store/Keys.js"
 import { makeMemory } from "../../src/store/Store.js"
 
@@ -42,6 +42,23 @@ describe("MemberAuthentication", () => {
     const undated = await withEntry({ certificate: { serial: "0a1b", previousSerial: "09ff" } })
     expect(await undated("09ff")).toMatch(/^401: .*renewal/)
     expect(await late("0a1b")).toBe("system:member:east")
+  })
+
+  it("a member that gave the hub its token's hash must present that token beside the certificate", async () => {
+    const store = makeMemory()
+    const hash = await Effect.runPromise(Authn.hashToken("s3cret"))
+    const mc = { apiVersion: Federation.ApiVersion, kind: "MemberCluster", metadata: { name: "east" }, spec: { syncMode: "Pull" }, status: { certificate: { serial: "0a1b", tokenHash: hash } } }
+    await Effect.runPromise(store.create(Keys.object({ group: Federation.Group, resource: "memberclusters", name: "east" }), JSON.stringify(mc)))
+    const auth = (token: string | undefined) =>
+      Effect.runPromise(
+        MemberAuthentication.authenticate(store, certificate("0a1b"), undefined, token).pipe(
+          Effect.map((u) => u?.name),
+          Effect.catchAll((e) => Effect.succeed(`${e.status.code}: ${e.status.message}`))
+        )
+      )
+    expect(await auth("s3cret")).toBe("system:member:east")
+    expect(await auth(undefined)).toBe("401: member certificate of east refused: its member token is missing")
+    expect(await auth("s3cret!")).toBe("401: member certificate of east refused: its member token is wrong")
   })
 
   it("a member being removed, or not registered, is refused; a certificate that is not a member's is left to others", async () => {

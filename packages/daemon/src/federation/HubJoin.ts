@@ -3,16 +3,18 @@
  * --hub-ca-hash sha256:…`), pull mode, double opt-in:
  *
  *   hub CA ◀── the TLS handshake, kept only if its public key hashes to --hub-ca-hash (then saved)
- *   key + request (CN=system:member:<name>, O=system:members) ─▶ POST CertificateSigningRequest
- *       with the hub token ─▶ wait (polling the request) for an administrator's approval and the
- *       hub's certificate ─▶ DIR/hub/{member.key, member.crt, hub-ca.crt}
- *   then, with that certificate (mutual TLS): MemberAgent (heartbeat, status, Works)
+ *   key + request (CN=system:member:<name>, O=system:members) + the hash of a token of its own
+ *       ─▶ POST CertificateSigningRequest with the hub token ─▶ wait (polling the request) for an
+ *       administrator's approval and the hub's certificate ─▶ DIR/hub/{member.key, member.token,
+ *       member.crt, hub-ca.crt}
+ *   then, with that certificate (mutual TLS) and its token as the bearer: MemberAgent (heartbeat,
+ *       status, Works) and the tunnel
  *
  * A later start reuses the saved certificate; one within a third of its lifetime of expiring is
  * renewed by a request made with the current certificate (the hub approves a member's own
  * renewal itself), and new connections use the new one. Waiting for approval never stops the member: its cluster runs meanwhile.
  */
-import { Client, MemberAgent, type MemberConnections, MemberSigner } from "@koder/fleet-core"
+import { Authn, Client, MemberAgent, type MemberConnections, MemberSigner } from "@koder/fleet-core"
 import { Duration, Effect, Schedule, type Scope } from "effect"
 import { X509Certificate, randomBytes } from "node:crypto"
 import { mkdir } from "node:fs/promises"
@@ -37,7 +39,7 @@ export interface Settings {
 
 const files = (dataDir: string) => {
   const dir = join(dataDir, "hub")
-  return { dir, key: join(dir, "member.key"), cert: join(dir, "member.crt"), ca: join(dir, "hub-ca.crt") }
+  return { dir, key: join(dir, "member.key"), cert: join(dir, "member.crt"), ca: join(dir, "hub-ca.crt"), token: join(dir, "member.token") }
 }
 
 const log = (message: string) => console.log(`koder-fleet server: hub: ${message}`)
@@ -64,14 +66,14 @@ const hubCa = (settings: Settings, dataDir: string) =>
   }).pipe(Effect.mapError((e) => e.error))
 
 /** Ask for a certificate with `client` and wait for it (approval may take a person). */
-const obtain = (client: Client.Client, settings: Settings, region: string) =>
+const obtain = (client: Client.Client, settings: Settings, region: string, tokenHash: string | undefined) =>
   Effect.gen(function* () {
     const made = yield* Effect.promise(() => MemberCertificates.request(settings.member))
     const name = MemberSigner.requestName(settings.member, randomBytes(4).toString("hex"))
     yield* untilAnswered("cannot send the certificate request", client.create({
       apiVersion: "certificates.k8s.io/v1",
       kind: "CertificateSigningRequest",
-      metadata: { name, annotations: { [MemberSigner.RegionAnnotation]: region } },
+      metadata: { name, annotations: { [MemberSigner.RegionAnnotation]: region, ...(tokenHash === undefined ? {} : { [MemberSigner.TokenHashAnnotation]: tokenHash }) } },
       spec: { request: btoa(made.csr), signerName: "federation.fleet.koder.dev/member", usages: ["digital signature", "client auth"] }
     }).pipe(Effect.mapError((e) => e.status)))
     log(`certificate request ${name} sent; waiting for approval (on the hub: kfleet federation approve ${settings.member}, or kubectl certificate approve ${name})`)
@@ -106,29 +108,35 @@ export const run = (settings: Settings, options: {
   Effect.gen(function* () {
     const f = files(options.dataDir)
     const ca = yield* untilAnswered(`cannot get the hub's CA from ${settings.hub}`, hubCa(settings, options.dataDir))
-    const saved = yield* Effect.promise(async () => ({ cert: await readIfExists(f.cert), key: await readIfExists(f.key) }))
+    const saved = yield* Effect.promise(async () => ({ cert: await readIfExists(f.cert), key: await readIfExists(f.key), token: await readIfExists(f.token) }))
+    // The member's own token, made at its join (a member joined before tokens existed has none).
+    let memberToken = saved.token?.trim()
     let identity: { cert: string; key: string } | undefined = saved.cert !== undefined && saved.key !== undefined ? { cert: saved.cert, key: saved.key } : undefined
     if (identity !== undefined && remainingFraction(identity.cert, Date.now()) <= 0) identity = undefined
     if (identity === undefined) {
       if (settings.token === undefined) return yield* Effect.die(new Error("not joined yet: give --hub-token (printed by koder-fleet hub)"))
       const bootstrap = Client.make({ server: settings.hub, token: settings.token, fetch: AgentProcess.fetchTrusting(ca) })
-      identity = yield* obtain(bootstrap, settings, options.region).pipe(Effect.orDie)
+      const fresh = randomBytes(32).toString("base64url")
+      identity = yield* obtain(bootstrap, settings, options.region, yield* Authn.hashToken(fresh)).pipe(Effect.orDie)
+      memberToken = fresh
       yield* Effect.promise(async () => {
         await mkdir(f.dir, { recursive: true, mode: 0o700 })
         await writeAtomic(f.key, identity!.key, 0o600)
+        await writeAtomic(f.token, fresh, 0o600)
         await writeAtomic(f.cert, identity!.cert, 0o644)
       })
       log(`joined as member ${settings.member}`)
     }
     // The certificate in use can change under a running client (renewal).
     let current = AgentProcess.fetchTrusting(ca, identity)
-    const hub = Client.make({ server: settings.hub, fetch: ((input: string, init?: RequestInit) => current(input, init)) as typeof globalThis.fetch })
+    const hub = Client.make({ server: settings.hub, ...(memberToken === undefined ? {} : { token: memberToken }), fetch: ((input: string, init?: RequestInit) => current(input, init)) as typeof globalThis.fetch })
+    const tokenHash = memberToken === undefined ? undefined : yield* Authn.hashToken(memberToken)
     // Renewal: a third of the lifetime left ─▶ a new request, made with the current certificate.
     yield* Effect.forkScoped(
       Effect.repeat(
         Effect.suspend(() => {
           if (remainingFraction(identity!.cert, Date.now()) > 1 / 3) return Effect.void
-          return obtain(hub, settings, options.region).pipe(
+          return obtain(hub, settings, options.region, tokenHash).pipe(
             Effect.flatMap((next) =>
               Effect.promise(async () => {
                 await writeAtomic(f.key, next.key, 0o600)
@@ -150,6 +158,7 @@ export const run = (settings: Settings, options: {
       member: settings.member,
       ca,
       identity: () => identity!,
+      ...(memberToken === undefined ? {} : { token: memberToken }),
       answer: options.answer,
       onState: (state, why) => log(state === "open" ? "tunnel open" : `tunnel closed (${why ?? ""}); dialling again`)
     })

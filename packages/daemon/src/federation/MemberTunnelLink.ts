@@ -19,6 +19,8 @@ export interface Options {
   readonly ca: string
   /** The member's current certificate and key (they change on renewal). */
   readonly identity: () => { readonly cert: string; readonly key: string }
+  /** The member's own token, sent beside the certificate (none for a member joined without one). */
+  readonly token?: string
   readonly answer: (request: MemberConnections.ProxyRequest) => Promise<MemberConnections.ProxyResponse>
   readonly pingMs?: number
   readonly onState?: (state: "open" | "closed", why?: string) => void
@@ -58,7 +60,7 @@ export const localAnswer =
 const once = (options: Options, url: string): Promise<string> =>
   new Promise((resolve) => {
     const { cert, key } = options.identity()
-    const ws = new WebSocket(url, [MemberTunnel.Subprotocol], { ca: options.ca, cert, key, perMessageDeflate: false, handshakeTimeout: 10_000, maxPayload: 16 * 1024 * 1024 })
+    const ws = new WebSocket(url, [MemberTunnel.Subprotocol], { ca: options.ca, cert, key, ...(options.token === undefined ? {} : { headers: { authorization: `Bearer ${options.token}` } }), perMessageDeflate: false, handshakeTimeout: 10_000, maxPayload: 16 * 1024 * 1024 })
     let alive = true
     let ping: ReturnType<typeof setInterval> | undefined
     ws.once("unexpected-response", (_req, res) => {

@@ -174,9 +174,10 @@ describe("koder-fleet hub with two pull members and a push member", () => {
     const ca = readFileSync(join(dir, "west", "hub", "hub-ca.crt"), "utf8")
     const cert = readFileSync(join(dir, "west", "hub", "member.crt"), "utf8")
     const key = readFileSync(join(dir, "west", "hub", "member.key"), "utf8")
-    const get = (path: string) =>
+    const memberToken = readFileSync(join(dir, "west", "hub", "member.token"), "utf8").trim()
+    const get = (path: string, bearer: string | null = memberToken) =>
       new Promise<{ status: number; body: string }>((resolve, reject) => {
-        const req = request({ host: "127.0.0.1", port: hub.port, path, ca, cert, key }, (res) => {
+        const req = request({ host: "127.0.0.1", port: hub.port, path, ca, cert, key, headers: bearer === null ? {} : { authorization: `Bearer ${bearer}` } }, (res) => {
           let body = ""
           res.on("data", (d: Buffer) => (body += d.toString()))
           res.on("end", () => resolve({ status: res.statusCode ?? 0, body }))
@@ -185,6 +186,11 @@ describe("koder-fleet hub with two pull members and a push member", () => {
         req.end()
       })
     expect((await get(`${group}/namespaces/fleet-member-west/works`)).status).toBe(200)
+    // The key alone is not the member: its own token goes with it.
+    const keyOnly = await get(`${group}/namespaces/fleet-member-west/works`, null)
+    expect(keyOnly.status).toBe(401)
+    expect(keyOnly.body).toContain("its member token is missing")
+    expect((await get(`${group}/namespaces/fleet-member-west/works`, "not-the-token")).status).toBe(401)
     const other = await get(`${group}/namespaces/fleet-member-east/works`)
     expect(other.status).toBe(403)
     expect(other.body).toContain('member \\"west\\" may only reach Works in fleet-member-west')
