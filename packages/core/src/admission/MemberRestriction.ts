@@ -7,11 +7,9 @@
  * Otherwise a member could lift its own taints, draw workloads by relabelling itself, or keep an
  * old certificate alive. Refusals are 403, as NodeRestriction's.
  */
-import { Effect, Either } from "effect"
 import type * as Admission from "../api/Admission.js"
-import * as ApiError from "../api/ApiError.js"
+import { plugin as restriction } from "./internal/restriction.js"
 import * as Federation from "../model/Federation.js"
-import * as Status from "../model/Status.js"
 import { asObject, jsonEqual } from "../object/Json.js"
 
 /** The plugin's name. */
@@ -34,14 +32,5 @@ export const decide = (request: Pick<Admission.Request, "operation" | "user" | "
   return undefined
 }
 
-const refuse = (request: Admission.Request): Either.Either<void, ApiError.ApiError> => {
-  const detail = decide(request)
-  return detail === undefined ? Either.void : Either.left(ApiError.of(Status.forbidden({ group: request.resource.group, resource: request.resource.plural }, request.name, detail)))
-}
-
-/** The plugin: refuses in the mutating phase already, and again when validating. */
-export const make = (): Admission.Plugin => ({
-  name,
-  mutate: (request) => Effect.as(refuse(request), request.object),
-  validate: (request) => Effect.as(refuse(request), [])
-})
+/** The plugin: refuses in the mutating phase already (before webhooks see the request), and again when validating (DELETE only validates). */
+export const make = (): Admission.Plugin => restriction(name, decide)

@@ -11,11 +11,9 @@
  * `ServiceAccountTokens.ts`), as they skip admission. Other resources are left to RBAC. Refusals
  * are 403 with kube-apiserver's messages.
  */
-import { Effect, Either } from "effect"
 import type * as Admission from "../api/Admission.js"
-import * as ApiError from "../api/ApiError.js"
+import { plugin as restriction } from "./internal/restriction.js"
 import type { UserInfo } from "../api/Http.js"
-import * as Status from "../model/Status.js"
 import { asObject, jsonEqual } from "../object/Json.js"
 import { labels } from "./internal/json.js"
 
@@ -91,14 +89,5 @@ export const decide = (request: Pick<Admission.Request, "operation" | "user" | "
   return undefined
 }
 
-const refuse = (request: Admission.Request): Either.Either<void, ApiError.ApiError> => {
-  const detail = decide(request)
-  return detail === undefined ? Either.void : Either.left(ApiError.of(Status.forbidden({ group: request.resource.group, resource: request.resource.plural }, request.name, detail)))
-}
-
 /** The plugin: refuses in the mutating phase already (before webhooks see the request), and again when validating (DELETE only validates). */
-export const make = (): Admission.Plugin => ({
-  name,
-  mutate: (request) => Effect.as(refuse(request), request.object),
-  validate: (request) => Effect.as(refuse(request), [])
-})
+export const make = (): Admission.Plugin => restriction(name, decide)

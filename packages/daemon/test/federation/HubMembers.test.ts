@@ -18,6 +18,7 @@ import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { client, credentials, eventually, start, type FleetProcess } from "../fixtures/FleetProcess.js"
+import * as Fixtures from "./FederationFixtures.js"
 
 const run = promisify(execFile)
 const kubectlPath = process.env["KUBECTL"] ?? "/usr/bin/kubectl"
@@ -125,23 +126,8 @@ describe("koder-fleet hub with two pull members and a push member", () => {
     expect(await kfleet("federation", "members")).toMatch(/^NAME\s+READY\s+MODE\s+REGION\s+NODES\s+CPU\s+MEMORY\s+AGE\n(.*\n)?east\s+True\s+Pull\s+eu\s+1\s+\S+\/\d+\s+/m)
   }, 120_000)
 
-  const work = (manifests: ReadonlyArray<Json>) => ({
-    apiVersion: "federation.fleet.koder.dev/v1alpha1",
-    kind: "Work",
-    metadata: { name: "web", namespace: "fleet-member-east" },
-    spec: { workload: { manifests } }
-  })
-  const deployment = {
-    apiVersion: "apps/v1",
-    kind: "Deployment",
-    metadata: { name: "web", namespace: "default" },
-    spec: {
-      replicas: 1,
-      selector: { matchLabels: { app: "web" } },
-      template: { metadata: { labels: { app: "web" } }, spec: { containers: [{ name: "app", image: "busybox", command: ["sleep", "3600"] }] } }
-    }
-  }
-  const config = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "settings", namespace: "default" }, data: { mode: "federated" } }
+  const work = (manifests: ReadonlyArray<Json>) => Fixtures.work("east", manifests)
+  const { deployment, config } = Fixtures
 
   it("a Work applies a Deployment on its member, and its availability comes back to the hub", async () => {
     expect((await send("POST", `${group}/namespaces/fleet-member-east/works`, work([deployment]))).status).toBe(201)

@@ -14,6 +14,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { client, credentials, eventually, start, type FleetProcess } from "../fixtures/FleetProcess.js"
+import * as Fixtures from "./FederationFixtures.js"
 import { cleanupLeftovers, cleanupRun, createBridge, createHost, inNetns, newRun, type InNetns, type Run, spawnIn } from "../net/IsolatedFixture.js"
 
 const kubectlPath = process.env["KUBECTL"] ?? "/usr/bin/kubectl"
@@ -105,18 +106,7 @@ describe("a hub and members on simulated hosts (root)", () => {
     }
   }, 120_000)
 
-  const deployment = {
-    apiVersion: "apps/v1",
-    kind: "Deployment",
-    metadata: { name: "web", namespace: "default" },
-    spec: {
-      replicas: 1,
-      selector: { matchLabels: { app: "web" } },
-      template: { metadata: { labels: { app: "web" } }, spec: { containers: [{ name: "app", image: "busybox", command: ["sleep", "3600"] }] } }
-    }
-  }
-  const config = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "settings", namespace: "default" }, data: { mode: "federated" } }
-  const work = (member: string) => ({ apiVersion: "federation.fleet.koder.dev/v1alpha1", kind: "Work", metadata: { name: "web", namespace: `fleet-member-${member}` }, spec: { workload: { manifests: [deployment, config] } } })
+  const work = (member: string) => Fixtures.work(member, [Fixtures.deployment, Fixtures.config])
   const available = (member: string) =>
     eventually(async () => {
       const w = (await send("GET", `${group}/namespaces/fleet-member-${member}/works/web`)).json
