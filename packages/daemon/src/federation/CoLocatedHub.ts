@@ -16,6 +16,7 @@ import * as Server from "../Server.js"
 import * as HubJoin from "./HubJoin.js"
 import * as HubRole from "./HubRole.js"
 import * as MemberTunnelLink from "./MemberTunnelLink.js"
+import type * as PushMembers from "./PushMembers.js"
 
 /** What `--hub` asks for. */
 export interface Settings {
@@ -51,16 +52,11 @@ export const take = (args: Array<string>, defaultListen: string): Either.Either<
 }
 
 /** The hub's configuration beside a member with this configuration (its own data dir and port, the member's region). */
-export const hubConfig = (settings: Settings, member: Server.Config, local: () => Parameters<typeof withLocal>[1]) =>
+export const hubConfig = (settings: Settings, member: Server.Config, local: PushMembers.Local) =>
   Either.map(
     HubRole.parse(["--listen", settings.listen, "--data-dir", join(member.dataDir, "federation-hub"), "--metrics-listen", "off", "--region", member.region], {}),
-    (config) => withLocal(config, local())
+    (config): Server.Config => ({ ...config, hub: { ...config.hub!, local } })
   )
-
-const withLocal = (config: Server.Config, local: NonNullable<NonNullable<Server.Config["hub"]>["local"]>): Server.Config => ({
-  ...config,
-  hub: { ...config.hub!, local }
-})
 
 /**
  * Run the hub beside the member whose API `context` is, until the scope closes; ready once the
@@ -72,14 +68,14 @@ export const alongside = (
 ) =>
   (context: Server.Alongside) =>
     Effect.gen(function* () {
-      const config = hubConfig(settings, member, () => ({
+      const config = hubConfig(settings, member, {
         member: member.memberName,
         region: member.region,
         endpoint: context.server,
         client: Server.loopbackClient(context.handle, context.controlPlaneToken, "fleet-member-agent"),
         answer: MemberTunnelLink.localAnswer(context.handle, context.controlPlaneToken),
         version: HubJoin.fleetVersion
-      }))
+      })
       if (Either.isLeft(config)) return yield* Effect.fail(new ConfigError({ message: `--hub: ${config.left.message}` }))
       const ready = yield* Deferred.make<void>()
       const hub = yield* Effect.forkScoped(
